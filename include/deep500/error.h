@@ -38,6 +38,10 @@ struct InternalError : Error {
   explicit InternalError(const std::string& m) : Error(ErrorKind::Internal, m) {}
 };
 
+// Throws an error of the same kind as `e` with a new message: for adding context (which network,
+// which file) to an error raised deeper down without changing how callers classify it.
+[[noreturn]] void rethrow_with_message(const Error& e, const std::string& message);
+
 namespace detail {
 [[noreturn]] void throw_error(ErrorKind kind, const std::string& message, const char* file, int line);
 }  // namespace detail

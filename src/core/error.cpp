@@ -13,6 +13,17 @@ std::string_view to_string(ErrorKind kind) {
   return "Unknown";
 }
 
+void rethrow_with_message(const Error& e, const std::string& message) {
+  switch (e.kind()) {
+    case ErrorKind::InvalidArgument: throw InvalidArgument(message);
+    case ErrorKind::Unimplemented: throw Unimplemented(message);
+    case ErrorKind::FormatError: throw FormatError(message);
+    case ErrorKind::IoError: throw IoError(message);
+    case ErrorKind::Internal: throw InternalError(message);
+  }
+  throw InternalError(message);
+}
+
 namespace detail {
 void throw_error(ErrorKind kind, const std::string& message, const char* file, int line) {
   switch (kind) {

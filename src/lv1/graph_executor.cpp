@@ -1,0 +1,99 @@
+#include "deep500/graph_executor.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "deep500/error.h"
+
+namespace d5 {
+
+void GraphExecutor::check_feeds(const TensorMap& feeds) const {
+  const Network& net = network_;
+  for (const auto& name : net.inputs()) {
+    auto it = feeds.find(name);
+    D5_CHECK_ARG(it != feeds.end(), "network '{}': graph input '{}' was not fed", net.name(), name);
+    const TensorDesc& want = net.desc(name);
+    D5_CHECK_ARG(it->second.dtype() == want.dtype && it->second.shape() == want.shape,
+                 "network '{}': graph input '{}' must be {}, but was fed {}", net.name(), name, want.to_string(),
+                 it->second.desc().to_string());
+  }
+  for (const auto& [name, t] : feeds)
+    D5_CHECK_ARG(std::find(net.inputs().begin(), net.inputs().end(), name) != net.inputs().end(),
+                 "network '{}': '{}' was fed but is not a graph input (inputs: {})", net.name(), name,
+                 fmt::join(net.inputs(), ", "));
+}
+
+void GraphExecutor::fire_before_executor(const TensorMap& feeds) {
+  stopped_ = false;
+  for (auto& e : events_) e->before_executor(feeds);
+}
+
+bool GraphExecutor::fire_before_operator(const Node& node, Pass pass, std::span<const Tensor> inputs) {
+  for (auto& e : events_)
+    if (!e->before_operator(node, pass, inputs)) stopped_ = true;
+  return !stopped_;
+}
+
+bool GraphExecutor::fire_after_operator(const Node& node, Pass pass, std::span<const Tensor> outputs) {
+  for (auto& e : events_)
+    if (!e->after_operator(node, pass, outputs)) stopped_ = true;
+  return !stopped_;
+}
+
+void GraphExecutor::fire_after_inference(const TensorMap& outputs) {
+  for (auto& e : events_) e->after_inference(outputs);
+}
+
+void GraphExecutor::fire_after_backprop(const TensorMap& gradients) {
+  for (auto& e : events_) e->after_backprop(gradients);
+}
+
+void GraphExecutor::fire_after_executor(const TensorMap& outputs) {
+  for (auto& e : events_) e->after_executor(outputs);
+}
+
+namespace {
+struct ExecutorRegistry {
+  std::mutex mutex;
+  std::map<std::string, ExecutorFactory> factories;
+};
+ExecutorRegistry& registry() {
+  static ExecutorRegistry r;
+  return r;
+}
+}  // namespace
+
+void register_executor(const std::string& backend, ExecutorFactory factory) {
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.factories[backend] = std::move(factory);
+}
+
+std::vector<std::string> executor_backends() {
+  auto& r = registry();
+  std::lock_guard lock(r.mutex);
+  std::vector<std::string> out;
+  for (const auto& [name, f] : r.factories) out.push_back(name);
+  return out;
+}
+
+std::unique_ptr<GraphExecutor> make_executor(Network& network, const std::string& backend,
+                                             const ExecutorOptions& options) {
+  ExecutorFactory factory;
+  {
+    auto& r = registry();
+    std::lock_guard lock(r.mutex);
+    auto it = r.factories.find(backend);
+    if (it != r.factories.end()) factory = it->second;
+  }
+  if (!factory) {
+    const auto known = executor_backends();
+    throw Unimplemented(fmt::format("no graph executor for backend '{}' in this binary (executors: {})", backend,
+                                    known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
+  }
+  return factory(network, options);
+}
+
+}  // namespace d5
