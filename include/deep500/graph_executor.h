@@ -74,6 +74,8 @@ class GraphExecutor {
   virtual ExecutorMemory memory() const { return {}; }
 
   void add_event(std::shared_ptr<ExecutorEvent> event) { events_.push_back(std::move(event)); }
+  void remove_event(const std::shared_ptr<ExecutorEvent>& event) { std::erase(events_, event); }
+  const std::vector<std::shared_ptr<ExecutorEvent>>& events() const { return events_; }
   void clear_events() { events_.clear(); }
   bool stopped() const { return stopped_; }
 

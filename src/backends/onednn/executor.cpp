@@ -1,0 +1,13 @@
+// The oneDNN graph executor: the operator executor preferring oneDNN's operators, with the
+// reference implementation for every node oneDNN refuses (the fallback list says which and why).
+#include "deep500/operator_executor.h"
+
+namespace d5::onednn {
+
+void register_executor() {
+  d5::register_executor("onednn", [](Network& network, const ExecutorOptions&) -> std::unique_ptr<GraphExecutor> {
+    return std::make_unique<OperatorExecutor>(network, "onednn", std::vector<std::string>{"onednn", "reference"});
+  });
+}
+
+}  // namespace d5::onednn
