@@ -82,9 +82,11 @@ std::string Builder::filled_tensor(const std::string& name, const Shape& shape, 
 }
 
 Value Builder::constant(const std::string& name, const Tensor& value) {
+  // A Constant node, not an initializer: formats such as ONNX do not say which initializers are
+  // trainable, and an importer would take a float initializer feeding Mul for a parameter.
   if (!used_.count(name)) {
     used_.insert(name);
-    net_.feed_tensor(name, value, /*is_param=*/false);
+    net_.add_node({name, "Constant", "", Attributes{{"value", value}}, {}, {name}});
   }
   return {name, value.shape()};
 }

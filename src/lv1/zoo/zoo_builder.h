@@ -66,7 +66,7 @@ class Builder {
   // Any other node with one output; the caller states the output shape.
   Value node(const std::string& op_type, const std::string& scope, const std::vector<std::string>& inputs,
              Shape out_shape, Attributes attrs = {});
-  // A constant initializer (not a parameter), shared by name.
+  // A constant (a Constant node, folded by inference), shared by name.
   Value constant(const std::string& name, const Tensor& value);
   Value scalar(float v);  // an f32 scalar constant
   Value int64s(const std::vector<int64_t>& values);  // a 1-D i64 constant
