@@ -103,12 +103,12 @@ INSTANTIATE_TEST_SUITE_P(
 // Every parameter feeds a differentiable input (so training updates it) and nothing else does:
 // the rule importers use to tell parameters from constants agrees with the builders' marking.
 TEST_F(ModelZooTest, ParametersAreExactlyTheTrainableInitializers) {
-  for (const char* model : {"lenet5", "resnet20", "mobilenet_v2", "lstm", "transformer", "wrn-28-10"}) {
-    SCOPED_TRACE(model);
+  for (const auto& m : zoo_models()) {
+    SCOPED_TRACE(m.name);
     ModelOptions o = structure_only(2);
     o.with_loss = true;
     o.training = true;
-    Network net = build_model(model, o);
+    Network net = build_model(m.name, o);
     const auto marked = net.get_params();
     EXPECT_EQ(net.mark_parameters_by_use(), static_cast<int>(marked.size()));
     EXPECT_EQ(net.get_params(), marked);
