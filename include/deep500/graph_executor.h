@@ -97,6 +97,8 @@ class GraphExecutor {
 
 struct ExecutorOptions {
   bool deterministic = false;
+  // Scratch memory each operator may use per call (OpSpec::workspace_limit); -1: no limit.
+  int64_t workspace_limit = -1;
 };
 
 using ExecutorFactory = std::function<std::unique_ptr<GraphExecutor>(Network&, const ExecutorOptions&)>;

@@ -30,6 +30,9 @@ struct OperatorExecutorOptions {
   // high-water mark first and reads it after, two /proc accesses that cost tens of microseconds,
   // which would count as executor time in every timing. Off by default.
   bool measure_rss = false;
+  // Scratch memory each operator may use per call (OpSpec::workspace_limit): implementations that
+  // need more refuse, and a leaner one runs. -1: each implementation's own policy.
+  int64_t workspace_limit = -1;
 };
 
 class OperatorExecutor : public GraphExecutor {

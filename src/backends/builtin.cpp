@@ -50,8 +50,10 @@ void register_builtin_backends() {
 // operators can also run whole networks on it.
 namespace {
 void register_builtin_executors() {
-  register_executor("reference", [](Network& network, const ExecutorOptions&) -> std::unique_ptr<GraphExecutor> {
-    return std::make_unique<ReferenceExecutor>(network);
+  register_executor("reference", [](Network& network, const ExecutorOptions& o) -> std::unique_ptr<GraphExecutor> {
+    OperatorExecutorOptions options;
+    options.workspace_limit = o.workspace_limit;
+    return std::make_unique<ReferenceExecutor>(network, options);
   });
 #ifdef D5_HAVE_ONEDNN
   onednn::register_executor();

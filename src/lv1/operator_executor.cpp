@@ -111,12 +111,14 @@ void OperatorExecutor::prepare() {
     if (net.is_folded(node->name)) continue;
     NodeState s;
     std::vector<Refusal> refusals;
+    OpSpec spec = net.spec(node->name);
+    spec.workspace_limit = options_.workspace_limit;
     try {
-      s.op = OpRegistry::global().create_with_fallback(net.spec(node->name), backends_, &refusals);
+      s.op = OpRegistry::global().create_with_fallback(spec, backends_, &refusals);
     } catch (const Error& e) {
       rethrow_with_message(e, fmt::format("network '{}', executor '{}': {}", net.name(), name_, e.what()));
     }
-    const size_t b = creating_backend(net.spec(node->name), backends_, refusals);
+    const size_t b = creating_backend(spec, backends_, refusals);
     s.backend = backends_[b];
     if (b > 0) s.fallback = describe_refusals(refusals);
     s.grad_mask = s.op->differentiable_inputs();
