@@ -66,6 +66,8 @@ struct Breakdown {
 // when the timer recorded nothing.
 Breakdown breakdown(const NodeTimer& timer, const std::map<std::string, std::string>& implementations = {});
 nlohmann::json to_json(const Breakdown& b);
+// The inverse of to_json (for tables from result files); FormatError naming a missing key.
+Breakdown breakdown_from_json(const nlohmann::json& j);
 // The console table: top `max_rows` nodes by time, then the per-type table.
 std::string format_breakdown(const Breakdown& b, size_t max_rows = 20);
 

@@ -131,6 +131,40 @@ nlohmann::json to_json(const Breakdown& b) {
           {"op_types", rows(b.op_types, false)}};
 }
 
+Breakdown breakdown_from_json(const nlohmann::json& j) {
+  try {
+    Breakdown b;
+    b.calls = j.at("calls");
+    b.executor_seconds = j.at("executor_seconds");
+    b.operator_seconds = j.at("operator_seconds");
+    b.outside_percent = j.at("outside_operators_percent");
+    auto rows = [](const nlohmann::json& a, bool per_node) {
+      std::vector<BreakdownRow> v;
+      for (const auto& r : a) {
+        BreakdownRow row;
+        row.op_type = r.at("op_type");
+        row.pass = r.at("pass") == "forward" ? Pass::forward : Pass::backward;
+        row.seconds = r.at("seconds");
+        row.percent = r.at("percent");
+        if (per_node) {
+          row.name = r.at("node");
+          row.implementation = r.at("implementation");
+        } else {
+          row.name = row.op_type;
+          row.nodes = r.at("nodes");
+        }
+        v.push_back(std::move(row));
+      }
+      return v;
+    };
+    b.nodes = rows(j.at("nodes"), true);
+    b.op_types = rows(j.at("op_types"), false);
+    return b;
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(fmt::format("breakdown: {}", e.what()));
+  }
+}
+
 std::string format_breakdown(const Breakdown& b, size_t max_rows) {
   std::string s = fmt::format("time per call {} (median of {} calls); {:.1f}% outside operators\n",
                               format_seconds(b.executor_seconds), b.calls, b.outside_percent);

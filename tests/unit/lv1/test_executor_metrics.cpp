@@ -56,6 +56,11 @@ TEST_F(ExecutorMetricsTest, BreakdownCoversEveryNodeOfBothPasses) {
   const auto j = to_json(b);
   EXPECT_EQ(j["nodes"].size(), 15u);
   EXPECT_EQ(j["nodes"][0]["node"], "conv");
+  const Breakdown back = breakdown_from_json(j);
+  ASSERT_EQ(back.nodes.size(), b.nodes.size());
+  EXPECT_EQ(back.nodes[8].pass, Pass::backward);
+  EXPECT_EQ(back.op_types.front().nodes, b.op_types.front().nodes);
+  EXPECT_THROW(breakdown_from_json(nlohmann::json::object()), FormatError);
   const std::string table = format_breakdown(b, 5);
   EXPECT_NE(table.find("... 10 more nodes"), std::string::npos) << table;
   EXPECT_NE(table.find("Conv"), std::string::npos) << table;
