@@ -31,8 +31,8 @@ std::string with_separators(int64_t v) {
 int run_list(const OutputOptions& out) {
   register_builtin_operators();  // shape inference and flops() come from the reference operators
   json models = json::array();
-  std::string text = fmt::format("{:<14}{:>13}  {:<12}{:>9}  {}\n", "model", "parameters", "input", "GFLOPs",
-                                 "description");
+  std::string text =
+      fmt::format("{:<14}{:>13}  {:<12}{:>9}  {}\n", "model", "parameters", "input", "GFLOPs", "description");
   for (const auto& m : zoo_models()) {
     ModelOptions o;
     o.initialize = false;  // counting needs the shapes, not the values
@@ -78,8 +78,9 @@ int run_export(const ExportOpts& e, const GlobalOptions& g) {
   return kExitOk;
 #else
   (void)g;
-  D5_THROW(Unimplemented, "'d5 models export {}': this d5 was built without ONNX (D5_WITH_ONNX), so it cannot "
-                          "write ONNX files",
+  D5_THROW(Unimplemented,
+           "'d5 models export {}': this d5 was built without ONNX (D5_WITH_ONNX), so it cannot "
+           "write ONNX files",
            e.model);
 #endif
 }
@@ -89,7 +90,8 @@ int run_export(const ExportOpts& e, const GlobalOptions& g) {
 Command register_models(CLI::App& app, const GlobalOptions& g) {
   auto* models = app.add_subcommand("models", "Level 1: the model zoo (list, export)");
   models->require_subcommand(1);
-  auto* list = models->add_subcommand("list", "Every zoo model: parameters, default input, GFLOPs of one forward");
+  auto* list =
+      models->add_subcommand("list", "Every zoo model: parameters, default input, GFLOPs of one forward");
   auto out = std::make_shared<OutputOptions>();
   add_output_options(*list, *out);
 
@@ -101,8 +103,9 @@ Command register_models(CLI::App& app, const GlobalOptions& g) {
       ->default_val(1);
   exp->add_option("--classes", e->options.classes, "Classifier outputs (default: the model's)")
       ->check(CLI::PositiveNumber);
-  exp->add_option("--input-shape", e->options.input_shape,
-                  "Per-sample input shape, comma-separated: C,H,W, or STEPS,FEATURES for lstm and transformer")
+  exp->add_option(
+         "--input-shape", e->options.input_shape,
+         "Per-sample input shape, comma-separated: C,H,W, or STEPS,FEATURES for lstm and transformer")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
   exp->add_flag("--with-loss", e->options.with_loss,

@@ -42,8 +42,9 @@ TensorMap zoo_feeds(const Network& net) {
 void expect_onnx_checker_accepts(const fs::path& dir) {
 #ifdef D5_ONNX_CHECKER
   const fs::path log = dir / "checker.log";
-  const std::string cmd = std::string(D5_ONNX_PYTHON) + " " + D5_SOURCE_DIR "/tests/models/check_onnx_models.py " +
-                          dir.string() + " > " + log.string() + " 2>&1";
+  const std::string cmd = std::string(D5_ONNX_PYTHON) + " " +
+                          D5_SOURCE_DIR "/tests/models/check_onnx_models.py " + dir.string() + " > " +
+                          log.string() + " 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << read_file(log.string());
 #else
   (void)dir;
@@ -61,7 +62,8 @@ TEST_P(ModelsExport, RoundTripsToTheZooGraphAndRunsOnEveryExecutor) {
   const std::string model = GetParam();
   TempDir dir("d5-zoo-export");
   const fs::path file = dir.path / (model + ".onnx");
-  const auto r = run_d5({"--seed", "7", "models", "export", model, "--batch", "2", "--with-loss", "-o", file.string()});
+  const auto r =
+      run_d5({"--seed", "7", "models", "export", model, "--batch", "2", "--with-loss", "-o", file.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find(file.string()), std::string::npos) << r.out;
 
@@ -89,7 +91,8 @@ TEST_P(ModelsExport, RoundTripsToTheZooGraphAndRunsOnEveryExecutor) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ModelsExport,
-                         ::testing::Values("lenet5", "mlp", "resnet20", "mobilenet_v2", "lstm", "transformer"),
+                         ::testing::Values("lenet5", "mlp", "resnet20", "mobilenet_v2", "lstm",
+                                           "transformer"),
                          [](const auto& info) { return info.param; });
 
 // Every zoo model, at its defaults, in inference mode (one file) and in training mode with the loss

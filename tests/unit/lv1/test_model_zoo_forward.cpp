@@ -100,7 +100,8 @@ TEST_P(SmallModelForward, SamplesOfABatchAreIndependent) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, SmallModelForward, ::testing::Values("lenet5", "mlp", "resnet20", "lstm", "transformer"));
+INSTANTIATE_TEST_SUITE_P(Zoo, SmallModelForward,
+                         ::testing::Values("lenet5", "mlp", "resnet20", "lstm", "transformer"));
 
 TEST_F(ModelZooForward, TrainingModeRunsWithBatchStatisticsAndDropout) {
   for (const char* model : {"resnet20", "transformer"}) {
@@ -113,7 +114,8 @@ TEST_F(ModelZooForward, TrainingModeRunsWithBatchStatisticsAndDropout) {
     const Tensor y = labels(2, 10);
     auto out = run_inference(net, {{kZooInput, random_input(net.desc(kZooInput), 3)}, {kZooLabels, y}});
     EXPECT_TRUE(all_finite(out.at(kZooLogits)));
-    EXPECT_NEAR(out.at(kZooLoss).get(0), cross_entropy(out.at(kZooLogits), y), 1e-5 * out.at(kZooLoss).get(0));
+    EXPECT_NEAR(out.at(kZooLoss).get(0), cross_entropy(out.at(kZooLogits), y),
+                1e-5 * out.at(kZooLoss).get(0));
   }
 }
 
@@ -152,7 +154,8 @@ void expect_uniform(const Tensor& t, double bound, const std::string& name) {
 TEST_F(ModelZooForward, ParametersFollowPyTorchInitialization) {
   Network r = build_model("resnet18");
   expect_uniform(r.fetch_tensor("conv1.weight"), 1 / std::sqrt(3.0 * 7 * 7), "conv1.weight");
-  expect_uniform(r.fetch_tensor("layer3.0.conv2.weight"), 1 / std::sqrt(256.0 * 3 * 3), "layer3.0.conv2.weight");
+  expect_uniform(r.fetch_tensor("layer3.0.conv2.weight"), 1 / std::sqrt(256.0 * 3 * 3),
+                 "layer3.0.conv2.weight");
   expect_uniform(r.fetch_tensor("layer4.0.downsample.0.weight"), 1 / std::sqrt(256.0), "downsample");
   expect_uniform(r.fetch_tensor("fc.weight"), 1 / std::sqrt(512.0), "fc.weight");
   // 1000 biases: only the bound is asserted (the moments need more draws to be tight).
