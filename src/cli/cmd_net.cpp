@@ -11,6 +11,7 @@
 #include "deep500/error.h"
 #include "deep500/executor_metrics.h"
 #include "deep500/manifest.h"
+#include "deep500/microbatch.h"
 #include "deep500/net_bench.h"
 #include "deep500/op_registry.h"
 #include "deep500/reporter.h"
@@ -28,7 +29,35 @@ struct NetOpts {
   bool breakdown = false, overhead = false, no_validate = false;
   double max_time = 5;
   int min_runs = 10;
+  int64_t microbatch_limit = -1;
 };
+
+// Plans and applies micro-batching (docs/microbatching.md); returns the plan as JSON and prints
+// it unless the output is JSON.
+nlohmann::json microbatch(Network& net, const NetOpts& o) {
+  MicrobatchOptions mo;
+  mo.workspace_limit = o.microbatch_limit;
+  // Convolutions are timed on the first executor's backend: the one the plan is for.
+  mo.backend = o.backends.empty() ? "reference" : o.backends.front();
+  const MicrobatchPlan plan = plan_microbatches(net, mo);
+  const int changed = apply_microbatches(net, plan);
+  nlohmann::json j = {{"workspace_limit", plan.workspace_limit}, {"backend", mo.backend}, {"split", changed}};
+  std::ostringstream s;
+  s << fmt::format("micro-batching under a workspace limit of {} bytes ({} convolution(s) split):
+",
+                   plan.workspace_limit, changed);
+  for (const auto& c : plan.convs) {
+    j["convs"].push_back({{"node", c.node}, {"batch", c.batch}, {"micro_batches", c.micro_batches},
+                          {"time_before_s", c.time_before_s}, {"time_after_s", c.time_after_s},
+                          {"workspace_before", c.workspace_before}, {"workspace_after", c.workspace_after}});
+    s << fmt::format("  {:<24} batch {:>4} -> [{}]  {:.3f} ms -> {:.3f} ms  workspace {} -> {} bytes
+", c.node,
+                     c.batch, fmt::join(c.micro_batches, ","), c.time_before_s * 1e3, c.time_after_s * 1e3,
+                     c.workspace_before, c.workspace_after);
+  }
+  if (o.out.format != "json") std::cerr << s.str();
+  return j;
+}
 
 std::string console_text(const Results& res) {
   std::ostringstream s;
@@ -63,6 +92,11 @@ int run_net(const NetOpts& o, const GlobalOptions& g) {
   bo.run.min_runs = o.min_runs;
   bo.seed = settings.stream("net/feeds").seed();
   if (isatty(STDERR_FILENO)) std::cerr << "d5: " << loaded.network.summary() << "\n";
+  nlohmann::json microbatching;
+  if (o.microbatch_limit >= 0) {
+    microbatching = microbatch(loaded.network, o);
+    bo.workspace_limit = o.microbatch_limit;
+  }
 
   Results res;
   res.cases = bench_network(loaded.network, bo);
@@ -71,6 +105,7 @@ int run_net(const NetOpts& o, const GlobalOptions& g) {
                            {"network", loaded.network.summary()}, {"mode", o.mode},
                            {"batch", o.batch},          {"loss", bo.loss},
                            {"max_time_s", o.max_time}};
+  if (!microbatching.is_null()) res.manifest["extra"]["microbatching"] = microbatching;
   emit_text(console_text(res), to_json(res), o.out);
   return exit_code_for(res);
 }
@@ -92,6 +127,10 @@ Command register_net(CLI::App& app, const GlobalOptions& g) {
       ->check(CLI::PositiveNumber)
       ->default_val(1);
   cmd->add_option("--loss", o->loss, "Loss tensor for train-step (zoo models: 'loss')");
+  cmd->add_option("--microbatch-limit", o->microbatch_limit,
+                  "Workspace limit per operator call (bytes): split convolutions into micro-batches that fit it, "
+                  "timed and chosen by an exact DP (docs/microbatching.md)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--breakdown", o->breakdown, "Time per node and per op type, both passes");
   cmd->add_flag("--overhead", o->overhead, "Measure FrameworkOverhead: executor time / the same operators alone");
   cmd->add_flag("--no-validate", o->no_validate, "Skip the comparison with the reference executor");

@@ -63,7 +63,9 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
                                                   fmt::join(known, ", ")));
   std::unique_ptr<GraphExecutor> ex;
   try {
-    ex = make_executor(net, backend);
+    ExecutorOptions eo;
+    eo.workspace_limit = o.workspace_limit;
+    ex = make_executor(net, backend, eo);
   } catch (const Unimplemented& e) {
     return finish(CaseState::Unimplemented, e.what());
   }
