@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -25,7 +26,7 @@ struct NetOpts {
   OutputOptions out;
   std::string model, mode = "inference", loss;
   std::vector<std::string> backends;
-  int64_t batch = 1;
+  std::vector<int64_t> batches{1};
   bool breakdown = false, overhead = false, no_validate = false;
   double max_time = 5;
   int min_runs = 10;
@@ -74,16 +75,35 @@ std::string console_text(const Results& res) {
   return s.str();
 }
 
+// Throughput against batch size, one row per executor, when several batch sizes ran.
+std::string scaling_table(const Results& res, const std::vector<int64_t>& batches) {
+  if (batches.size() < 2) return "";
+  std::map<std::string, std::map<int64_t, std::string>> cells;
+  for (const auto& c : res.cases) {
+    std::string cell = to_string(c.state);
+    for (const auto& m : c.metrics)
+      if (m.name == "throughput" && m.summary) cell = fmt::format("{:.1f}", m.summary->median);
+    cells[c.backend][c.params.value("batch", int64_t{0})] = cell;
+  }
+  std::string s = fmt::format("\nthroughput (samples/s, median) against batch size\n  {:<12}", "executor");
+  for (int64_t b : batches) s += fmt::format(" {:>12}", b);
+  s += "\n";
+  for (const auto& [backend, row] : cells) {
+    s += fmt::format("  {:<12}", backend);
+    for (int64_t b : batches) s += fmt::format(" {:>12}", row.count(b) ? row.at(b) : "-");
+    s += "\n";
+  }
+  return s;
+}
+
 int run_net(const NetOpts& o, const GlobalOptions& g) {
   register_builtin_operators();
   ExperimentSettings settings = settings_from(g);
   const NetMode mode = parse_net_mode(o.mode);
-  LoadedNetwork loaded = load_network(o.model, o.batch, mode);
 
   NetBenchOptions bo;
   bo.backends = o.backends;
   bo.mode = mode;
-  bo.loss = o.loss.empty() ? loaded.loss : o.loss;
   bo.batch = 0;  // the loaded network's first input dimension
   bo.validate = !o.no_validate;
   bo.breakdown = o.breakdown;
@@ -91,22 +111,32 @@ int run_net(const NetOpts& o, const GlobalOptions& g) {
   bo.run.max_seconds = o.max_time;
   bo.run.min_runs = o.min_runs;
   bo.seed = settings.stream("net/feeds").seed();
-  if (isatty(STDERR_FILENO)) std::cerr << "d5: " << loaded.network.summary() << "\n";
-  nlohmann::json microbatching;
-  if (o.microbatch_limit >= 0) {
-    microbatching = microbatch(loaded.network, o);
-    bo.workspace_limit = o.microbatch_limit;
-  }
 
   Results res;
-  res.cases = bench_network(loaded.network, bo);
+  nlohmann::json microbatching;  // per batch size, when micro-batching
+  std::string source, summary;
+  for (int64_t batch : o.batches) {
+    LoadedNetwork loaded = load_network(o.model, batch, mode);
+    bo.loss = o.loss.empty() ? loaded.loss : o.loss;
+    source = loaded.source;
+    summary = loaded.network.summary();
+    if (isatty(STDERR_FILENO)) std::cerr << "d5: " << summary << ", batch " << batch << "\n";
+    if (o.microbatch_limit >= 0) {
+      microbatching[std::to_string(batch)] = microbatch(loaded.network, o);
+      bo.workspace_limit = o.microbatch_limit;
+    }
+    for (auto& c : bench_network(loaded.network, bo)) {
+      // Several batch sizes: the batch is part of the case's name.
+      if (o.batches.size() > 1) c.name = fmt::format("{}/batch={}/{}", loaded.network.name(), batch, c.backend);
+      res.cases.push_back(std::move(c));
+    }
+  }
   res.manifest = make_manifest(settings);
-  res.manifest["extra"] = {{"model", o.model},          {"source", loaded.source},
-                           {"network", loaded.network.summary()}, {"mode", o.mode},
-                           {"batch", o.batch},          {"loss", bo.loss},
+  res.manifest["extra"] = {{"model", o.model}, {"source", source},   {"network", summary},
+                           {"mode", o.mode},   {"batches", o.batches}, {"loss", bo.loss},
                            {"max_time_s", o.max_time}};
   if (!microbatching.is_null()) res.manifest["extra"]["microbatching"] = microbatching;
-  emit_text(console_text(res), to_json(res), o.out);
+  emit_text(console_text(res) + scaling_table(res, o.batches), to_json(res), o.out);
   return exit_code_for(res);
 }
 
@@ -123,9 +153,12 @@ Command register_net(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--mode", o->mode, "inference, or train-step (forward and backward from the loss)")
       ->check(CLI::IsMember({"inference", "train-step"}))
       ->default_val("inference");
-  cmd->add_option("--batch", o->batch, "Batch size (the first dimension of the inputs)")
+  cmd->add_option("--batch", o->batches,
+                  "Batch size (the first dimension of the inputs); several, comma-separated, for throughput "
+                  "against batch size")
+      ->delimiter(',')
       ->check(CLI::PositiveNumber)
-      ->default_val(1);
+      ->default_str("1");
   cmd->add_option("--loss", o->loss, "Loss tensor for train-step (zoo models: 'loss')");
   cmd->add_option("--microbatch-limit", o->microbatch_limit,
                   "Workspace limit per operator call (bytes): split convolutions into micro-batches that fit it, "
