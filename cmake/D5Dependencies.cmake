@@ -54,7 +54,7 @@ d5_resolve_dependency(D5_WITH_CUDA CUDAToolkit_FOUND "a CUDA toolkit (nvcc, cuda
 find_package(ONNX QUIET)
 find_package(Protobuf QUIET)
 set(D5_ONNX_FOUND OFF)
-if(ONNX_FOUND AND Protobuf_FOUND AND TARGET onnx_proto AND TARGET protobuf::libprotobuf)
+if(ONNX_FOUND AND Protobuf_FOUND AND TARGET onnx AND TARGET onnx_proto AND TARGET protobuf::libprotobuf)
   set(D5_ONNX_FOUND ON)
 endif()
 d5_resolve_dependency(D5_WITH_ONNX D5_ONNX_FOUND "libonnx-dev libprotobuf-dev")

@@ -22,7 +22,7 @@ PACKAGES=(
   # testing and benchmarking
   libgtest-dev libgmock-dev libbenchmark-dev
   # test-data generation only (ONNX conformance cases, exported networks)
-  python3 python3-numpy python3-onnx python3-torch
+  python3 python3-numpy python3-onnx python3-torch python3-torchvision
 )
 
 missing=()

@@ -1,28 +1,42 @@
 #pragma once
-// ONNX backend conformance (library d5_onnx_conformance, built when ONNX is found): runs ONNX's
-// node test cases -- a directory with model.onnx and test_data_set_N/{input_i,output_i}.pb --
-// through d5 operators created from the OpRegistry, and compares the graph outputs with ONNX's
-// tolerances. Register the operators first (register_builtin_operators()).
+// ONNX backend conformance (library d5_onnx_conformance, built when ONNX is found): runs ONNX test
+// cases -- a directory with model.onnx and test_data_set_N/{input_i,output_i}.pb, one node or a
+// whole model -- through d5 operators created from the OpRegistry (or the backend's graph
+// executor), and compares the graph outputs with ONNX's tolerances. Register the operators first
+// (register_builtin_operators()).
 #include <map>
 #include <string>
 #include <vector>
 
+#include "deep500/network.h"
 #include "deep500/results.h"
 #include "deep500/validation.h"
 
 namespace d5 {
 
+// How a case's graph runs. Nodes: each node becomes an OpSpec with every input value known and
+// runs on its own (operator conformance). Network: the model is imported (onnx_import.h) and run
+// by the backend's graph executor when one is registered (make_executor), else node by node
+// through operators created from the network's inferred OpSpecs (run_network_nodes). Auto: a
+// graph of one node runs as Nodes, a larger one (a whole model) as Network.
+enum class CaseRunner { Auto, Nodes, Network };
+
 struct ConformanceOptions {
   std::string backend = "reference";
   std::string filter;           // ECMAScript regex searched in the case names; empty: every case
   Tolerance tol{1e-3, 1e-7};    // onnx.backend.test's assert_allclose tolerances
+  // Added to tol.atol for each output: this fraction of its largest finite |expected| value. For
+  // whole networks, whose rounding errors scale with the output's magnitude rather than with each
+  // element's (an element near zero is a difference of large terms).
+  double atol_of_max = 0;
+  CaseRunner runner = CaseRunner::Auto;
 };
 
 // States: PASSED; FAILED (the worst element and tolerance, a wrong shape or dtype, an operator's
 // InvalidArgument, or a malformed case: unreadable model or data files); UNIMPLEMENTED (an
 // operator or attribute kind d5 lacks; the message names it); SKIPPED (what the case needs that
 // d5 does not run: a non-default operator domain, sequence/optional values, dtypes without a
-// d5 dtype or float16/bfloat16, external data).
+// d5 dtype or float16/bfloat16).
 struct ConformanceCase {
   std::string name;  // the case directory's name: "test_relu"
   std::string path;
@@ -32,7 +46,16 @@ struct ConformanceCase {
   bool ops_registered = false;        // every op type has an implementation on the backend
   bool exception_listed = false;      // set by apply_exceptions
   bool unexpectedly_passing = false;  // listed as a known failure, but it passed
+  // What ran it: "nodes", "network" (imported, node by node through the network's OpSpecs) or
+  // "executor" (imported, the backend's graph executor); empty when it did not get that far.
+  std::string runner;
 };
+
+// Runs an imported network without a graph executor: every node that inference did not fold, in
+// topological order, through an operator of `backend` created from net.spec(node). feeds: every
+// graph input. Returns the graph outputs. For conformance runs on backends that have no executor.
+std::map<std::string, Tensor> run_network_nodes(const Network& net, const std::map<std::string, Tensor>& feeds,
+                                                const std::string& backend);
 
 // Case directories (holding model.onnx) under `dir`, recursively, sorted; `dir` itself when it
 // is one. IoError when `dir` does not exist.

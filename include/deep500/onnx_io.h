@@ -28,8 +28,16 @@ int32_t onnx_type_of(DType t);
 
 // `what` names the tensor in messages (a file name, "initializer 'w'"); the proto's own name is
 // used when it is empty. FormatError when the data does not match dims and data_type;
-// Unimplemented for external data, segments and types d5 has no dtype for.
-Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what = "");
+// Unimplemented for segments and types d5 has no dtype for.
+//
+// External data (data_location EXTERNAL): the bytes are read from the file `location` relative to
+// `base_dir` (the model's directory), starting at `offset`, `length` bytes (to the end of the
+// file when absent), little-endian as raw_data. FormatError naming the tensor for a location that
+// is absolute or leaves base_dir, a range beyond the end of the file, or a byte count that does not
+// match dims; IoError when the file cannot be read; Unimplemented when base_dir is empty (the
+// caller does not know where the model lives).
+Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what = "",
+                         const std::string& base_dir = "");
 
 // Raw: little-endian bytes in raw_data (what onnx.numpy_helper writes). Typed: float_data,
 // double_data, int32_data (also int8/int16/uint8/bool and the 16-bit float bit patterns) or
@@ -54,7 +62,8 @@ bool is_default_domain(const std::string& domain);
 int64_t default_opset(const onnx::ModelProto& model);
 
 // INT, FLOAT, STRING, INTS, FLOATS, STRINGS and TENSOR attributes; Unimplemented naming the
-// node and attribute for GRAPH(S), SPARSE_TENSOR(S) and TYPE_PROTO(S).
-Attributes attributes_from_node(const onnx::NodeProto& node);
+// node and attribute for GRAPH(S), SPARSE_TENSOR(S) and TYPE_PROTO(S). base_dir: where TENSOR
+// attributes with external data live (see tensor_from_proto).
+Attributes attributes_from_node(const onnx::NodeProto& node, const std::string& base_dir = "");
 
 }  // namespace d5::onnx_io

@@ -24,6 +24,10 @@ struct OnnxTestOptions {
   std::string filter;
   std::string exceptions;
   bool require_implemented = false;
+  std::string run_as = "auto";
+  double rtol = 1e-3;
+  double atol = 1e-7;
+  double atol_of_max = 0;
 };
 
 #ifdef D5_HAVE_ONNX
@@ -41,6 +45,9 @@ int run_onnx_test(const OnnxTestOptions& o) {
   ConformanceOptions co;
   co.backend = o.backend;
   co.filter = o.filter;
+  co.tol = Tolerance{o.rtol, o.atol};
+  co.atol_of_max = o.atol_of_max;
+  co.runner = o.run_as == "nodes" ? CaseRunner::Nodes : o.run_as == "network" ? CaseRunner::Network : CaseRunner::Auto;
   auto cases = run_conformance(o.dirs, co);
   apply_exceptions(cases, exceptions);
 
@@ -59,7 +66,11 @@ int run_onnx_test(const OnnxTestOptions& o) {
     if (violates_requirement(c)) violations.push_back(c.name);
     if (c.state == CaseState::Failed || (o.require_implemented && violates_requirement(c))) failing.push_back(c.name);
     if (c.state != CaseState::Passed) text += fmt::format("{}  {}  {}\n", c.name, to_string(c.state), c.detail);
-    jcases.push_back({{"name", c.name}, {"state", to_string(c.state)}, {"detail", c.detail}, {"ops", c.op_types}});
+    jcases.push_back({{"name", c.name},
+                      {"state", to_string(c.state)},
+                      {"detail", c.detail},
+                      {"ops", c.op_types},
+                      {"runner", c.runner}});
   }
   if (!unexpected.empty())
     text += fmt::format("{} unexpectedly passing (listed in {}; remove them): {}\n", unexpected.size(),
@@ -72,7 +83,8 @@ int run_onnx_test(const OnnxTestOptions& o) {
 
   json summary = {{"passed", passed},       {"failed", failed}, {"skipped", skipped},
                   {"unimplemented", unimplemented}, {"total", cases.size()}, {"backend", o.backend},
-                  {"unexpectedly_passing", unexpected}};
+                  {"unexpectedly_passing", unexpected}, {"rtol", o.rtol}, {"atol", o.atol},
+                  {"atol_of_max", o.atol_of_max}};
   if (o.require_implemented) summary["requirement_violations"] = violations;
   emit_text(text, {{"cases", jcases}, {"summary", summary}}, o.out);
   if (!failing.empty() && (o.out.format == "json" || !o.out.output.empty())) {
@@ -97,6 +109,20 @@ Command register_onnx_test(CLI::App& app, const GlobalOptions&) {
   cmd->add_option("--filter", o->filter, "Run only cases whose name matches this regular expression (searched)");
   cmd->add_option("--exceptions", o->exceptions,
                   "Known failures: lines 'case_name  # justification'; listed failures become SKIPPED");
+  cmd->add_option("--run-as", o->run_as,
+                  "nodes: each node on its own (operator conformance); network: import the model and run it "
+                  "with the backend's executor (node by node where it has none); auto: nodes for one-node "
+                  "graphs, network for larger ones")
+      ->check(CLI::IsMember({"auto", "nodes", "network"}))
+      ->default_val("auto");
+  cmd->add_option("--rtol", o->rtol, "Relative tolerance: |actual - expected| <= atol + rtol * |expected|")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(1e-3);
+  cmd->add_option("--atol", o->atol, "Absolute tolerance")->check(CLI::NonNegativeNumber)->default_val(1e-7);
+  cmd->add_option("--atol-of-max", o->atol_of_max,
+                  "Add to --atol this fraction of each output's largest |expected| value (whole networks)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(0);
   cmd->add_flag("--require-implemented", o->require_implemented,
                 "Also exit 1 when a case of registered operators is UNIMPLEMENTED, or a listed case passes");
   add_output_options(*cmd, o->out);

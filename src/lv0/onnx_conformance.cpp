@@ -1,14 +1,19 @@
-// The ONNX conformance runner: ONNX node test cases through d5 operators, one node at a time.
+// The ONNX conformance runner: ONNX test cases through d5 operators, one node at a time, or whole
+// models through the importer and the backend's graph executor.
 #include "deep500/onnx_conformance.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "deep500/error.h"
+#include "deep500/graph_executor.h"
+#include "deep500/onnx_import.h"
 #include "deep500/onnx_io.h"
 #include "deep500/op_registry.h"
 
@@ -54,8 +59,6 @@ void check_runnable(const onnx::GraphProto& g) {
       if (auto why = unsupported_type(v.type()); !why.empty())
         throw SkipCase{fmt::format("{} '{}' is {}", list == &g.input() ? "input" : "output", v.name(), why)};
   for (const auto& t : g.initializer()) {
-    if (t.data_location() == onnx::TensorProto::EXTERNAL)
-      throw SkipCase{fmt::format("initializer '{}' has external data, which is not supported yet", t.name())};
     if (!has_d5_dtype(t.data_type()))
       throw SkipCase{fmt::format("initializer '{}' is {} (d5 has no such dtype)", t.name(),
                                  onnx_type_name(t.data_type()))};
@@ -138,21 +141,25 @@ void run_node(const onnx::NodeProto& node, int64_t opset, const std::string& bac
   }
 }
 
-// "" when the data set passes, else why it does not.
-std::string run_data_set(const onnx::GraphProto& g, int64_t opset, const fs::path& set,
-                         const ConformanceOptions& o) {
-  Values values;
-  for (const auto& t : g.initializer()) values[t.name()] = tensor_from_proto(t, "initializer '" + t.name() + "'");
-  std::vector<std::string> fed;  // graph inputs not given by an initializer (IR < 4 lists both)
+// The graph inputs a data set feeds (not those an initializer gives, as IR < 4 lists both), read
+// from input_i.pb in graph order.
+std::vector<std::pair<std::string, Tensor>> read_inputs(const onnx::GraphProto& g, const fs::path& set) {
+  std::set<std::string> initialized;
+  for (const auto& t : g.initializer()) initialized.insert(t.name());
+  std::vector<std::string> fed;
   for (const auto& in : g.input())
-    if (!values.count(in.name())) fed.push_back(in.name());
+    if (!initialized.count(in.name())) fed.push_back(in.name());
   const auto in_files = numbered_files(set, "input");
   D5_CHECK(in_files.size() == fed.size(), FormatError, "{} has {} input files, but the graph has {} inputs",
            set.filename().string(), in_files.size(), fed.size());
-  for (size_t i = 0; i < fed.size(); ++i) values[fed[i]] = read_case_tensor(in_files[i]);
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (size_t i = 0; i < fed.size(); ++i) out.emplace_back(fed[i], read_case_tensor(in_files[i]));
+  return out;
+}
 
-  for (const auto& node : g.node()) run_node(node, opset, o.backend, values);
-
+// "" when every graph output matches output_i.pb, else why not.
+std::string compare_outputs(const onnx::GraphProto& g, const Values& values, const fs::path& set,
+                            const ConformanceOptions& o) {
   const auto out_files = numbered_files(set, "output");
   D5_CHECK(out_files.size() == static_cast<size_t>(g.output_size()), FormatError,
            "{} has {} output files, but the graph has {} outputs", set.filename().string(), out_files.size(),
@@ -166,12 +173,79 @@ std::string run_data_set(const onnx::GraphProto& g, int64_t opset, const fs::pat
     if (actual.dtype() != expected.dtype() || actual.shape() != expected.shape())
       return fmt::format("output '{}' is {}, expected {}", name, actual.desc().to_string(),
                          expected.desc().to_string());
-    const auto c = compare_output(actual, expected, o.tol, 0);
+    Tolerance tol = o.tol;
+    if (o.atol_of_max > 0) {
+      double largest = 0;
+      for (int64_t i = 0; i < expected.numel(); ++i)
+        if (std::isfinite(expected.get(i))) largest = std::max(largest, std::abs(expected.get(i)));
+      tol.atol += o.atol_of_max * largest;
+    }
+    const auto c = compare_output(actual, expected, tol, 0);
     if (c.mismatches > 0)
       return fmt::format("output '{}': {} of {} elements outside tolerance; worst {}", name, c.mismatches,
                          expected.numel(), describe_worst(c, expected.shape()));
   }
   return "";
+}
+
+// Operator conformance: each node on its own, every input value known.
+std::string run_data_set_nodes(const onnx::GraphProto& g, int64_t opset, const fs::path& dir, const fs::path& set,
+                               const ConformanceOptions& o) {
+  Values values;
+  for (const auto& t : g.initializer())
+    values[t.name()] = tensor_from_proto(t, "initializer '" + t.name() + "'", dir.string());
+  for (auto& [name, t] : read_inputs(g, set)) values[name] = std::move(t);
+  for (const auto& node : g.node()) run_node(node, opset, o.backend, values);
+  return compare_outputs(g, values, set, o);
+}
+
+// The data set's input shapes give the graph's symbolic dimensions their values.
+ImportOptions import_options_for(const onnx::GraphProto& g, const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                 const fs::path& dir) {
+  ImportOptions io;
+  io.base_dir = dir.string();
+  for (const auto& [name, t] : feeds) {
+    const auto* in = &*std::find_if(g.input().begin(), g.input().end(), [&](const auto& v) { return v.name() == name; });
+    if (!in->type().has_tensor_type() || !in->type().tensor_type().has_shape()) continue;
+    const auto& dims = in->type().tensor_type().shape().dim();
+    if (dims.size() != static_cast<int>(t.shape().rank())) continue;  // the importer or the feed check says so
+    for (int k = 0; k < dims.size(); ++k) {
+      if (dims[k].has_dim_value()) continue;
+      if (dims[k].has_dim_param()) io.dims[dims[k].dim_param()] = t.shape()[static_cast<size_t>(k)];
+      else io.input_shapes[name] = t.shape();
+    }
+  }
+  return io;
+}
+
+bool has_executor(const std::string& backend) {
+  const auto names = executor_backends();
+  return std::find(names.begin(), names.end(), backend) != names.end();
+}
+
+// A whole model: imported, then run by the backend's executor or node by node.
+std::string run_data_set_network(const onnx::ModelProto& model, const fs::path& dir, const fs::path& set,
+                                 const ConformanceOptions& o, ConformanceCase& c) {
+  const auto& g = model.graph();
+  const auto inputs = read_inputs(g, set);
+  Network net = import_onnx(model, import_options_for(g, inputs, dir));
+  TensorMap feeds;
+  for (const auto& [name, t] : inputs) {
+    const TensorDesc& want = net.desc(name);
+    D5_CHECK(want.dtype == t.dtype() && want.shape == t.shape(), FormatError,
+             "{}: the value of graph input '{}' is {}, but the graph declares {}", set.filename().string(), name,
+             t.desc().to_string(), want.to_string());
+    feeds[name] = t;
+  }
+  Values outputs;
+  if (has_executor(o.backend)) {
+    c.runner = "executor";
+    outputs = make_executor(net, o.backend)->inference(feeds);
+  } else {
+    c.runner = "network";
+    outputs = run_network_nodes(net, feeds, o.backend);
+  }
+  return compare_outputs(g, outputs, set, o);
 }
 
 void run_case(ConformanceCase& c, const ConformanceOptions& o) {
@@ -188,8 +262,12 @@ void run_case(ConformanceCase& c, const ConformanceOptions& o) {
   const int64_t opset = default_opset(model);
   const auto sets = data_sets(dir);
   D5_CHECK(!sets.empty(), FormatError, "{}: no test_data_set_N directories", c.path);
+  const bool as_network =
+      o.runner == CaseRunner::Network || (o.runner == CaseRunner::Auto && g.node_size() > 1);
+  if (!as_network) c.runner = "nodes";
   for (const auto& set : sets) {
-    const std::string why = run_data_set(g, opset, set, o);
+    const std::string why =
+        as_network ? run_data_set_network(model, dir, set, o, c) : run_data_set_nodes(g, opset, dir, set, o);
     if (!why.empty()) {
       c.state = CaseState::Failed;
       c.detail = sets.size() > 1 ? set.filename().string() + ": " + why : why;
@@ -200,6 +278,35 @@ void run_case(ConformanceCase& c, const ConformanceOptions& o) {
 }
 
 }  // namespace
+
+std::map<std::string, Tensor> run_network_nodes(const Network& net, const std::map<std::string, Tensor>& feeds,
+                                                const std::string& backend) {
+  net.infer();
+  Values values;
+  for (const auto& name : net.inputs()) {
+    auto it = feeds.find(name);
+    D5_CHECK_ARG(it != feeds.end(), "network '{}': graph input '{}' is not fed", net.name(), name);
+    values[name] = it->second;
+  }
+  for (const auto& name : net.initializers()) values[name] = net.fetch_tensor(name);
+  for (const Node* node : net.topological_order()) {
+    if (net.is_folded(node->name)) {
+      for (const auto& out : node->outputs)
+        if (const Tensor* v = out.empty() ? nullptr : net.known_value(out)) values[out] = *v;
+      continue;
+    }
+    const OpSpec& spec = net.spec(node->name);
+    std::vector<Tensor> inputs;
+    for (size_t i = 0; i < spec.inputs.size(); ++i)
+      inputs.push_back(spec.has_input(i) ? values.at(node->inputs[i]) : Tensor());
+    auto outputs = OpRegistry::global().create(spec, backend)->run_forward(inputs);
+    for (size_t j = 0; j < node->outputs.size() && j < outputs.size(); ++j)
+      if (!node->outputs[j].empty()) values[node->outputs[j]] = std::move(outputs[j]);
+  }
+  Values out;
+  for (const auto& name : net.outputs()) out[name] = values.at(name);
+  return out;
+}
 
 std::vector<std::string> find_conformance_cases(const std::string& dir) {
   std::error_code ec;

@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -102,34 +103,89 @@ int32_t onnx_type_of(DType d) {
   D5_THROW(Internal, "dtype {} has no ONNX equivalent", to_string(d));
 }
 
-Tensor tensor_from_proto(const TensorProto& p, const std::string& what_in) {
-  const std::string what = describe(p, what_in);
-  if (p.data_location() == TensorProto::EXTERNAL) {
-    std::string location;
-    for (const auto& e : p.external_data())
-      if (e.key() == "location") location = e.value();
-    D5_THROW(Unimplemented, "{}: external data (stored in '{}') is not supported yet", what, location);
+namespace {
+
+// A non-negative integer from an external_data value ("offset", "length").
+int64_t external_int(const std::string& value, const std::string& key, const std::string& what) {
+  size_t used = 0;
+  long long v = -1;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
   }
+  D5_CHECK(used == value.size() && !value.empty() && v >= 0, FormatError,
+           "{}: external data '{}' is '{}', not a non-negative integer", what, key, value);
+  return v;
+}
+
+// The bytes of an external-data tensor (ONNX's external data: location, offset, length).
+std::string read_external_data(const TensorProto& p, const std::string& what, const std::string& base_dir) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& e : p.external_data()) {
+    if (e.key() == "location") location = e.value();
+    else if (e.key() == "offset") offset = external_int(e.value(), "offset", what);
+    else if (e.key() == "length") length = external_int(e.value(), "length", what);
+  }
+  D5_CHECK(!location.empty(), FormatError, "{}: data_location is EXTERNAL but external_data has no 'location'", what);
+  D5_CHECK(!base_dir.empty(), Unimplemented,
+           "{}: external data (stored in '{}') needs the model's directory; load the model from its file", what,
+           location);
+  const std::filesystem::path rel(location);
+  // ONNX requires locations relative to the model; refusing ".." keeps a model from reading
+  // arbitrary files.
+  bool escapes = rel.is_absolute() || rel.has_root_name();
+  for (const auto& part : rel) escapes = escapes || part == "..";
+  D5_CHECK(!escapes, FormatError,
+           "{}: external data location '{}' must be a relative path inside the model's directory", what, location);
+  const std::string path = (std::filesystem::path(base_dir) / rel).string();
+  std::ifstream in(path, std::ios::binary);
+  D5_CHECK(in.good(), IoError, "{}: cannot open its external data file '{}'", what, path);
+  in.seekg(0, std::ios::end);
+  const int64_t size = static_cast<int64_t>(in.tellg());
+  D5_CHECK(offset <= size, FormatError, "{}: external data offset {} is beyond the end of '{}' ({} bytes)", what,
+           offset, path, size);
+  if (length < 0) length = size - offset;
+  D5_CHECK(length <= size - offset, FormatError,
+           "{}: external data [{}, {}) is beyond the end of '{}' ({} bytes)", what, offset, offset + length, path,
+           size);
+  std::string bytes(static_cast<size_t>(length), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  D5_CHECK(in.good() || length == 0, IoError, "{}: error reading external data from '{}'", what, path);
+  return bytes;
+}
+
+// Raw little-endian bytes (raw_data or external data) into a tensor of dims and data_type.
+Tensor tensor_from_bytes(const TensorProto& p, const std::string& raw, DType dtype, const Shape& shape,
+                         int64_t numel, const char* source, const std::string& what) {
+  const size_t elem = dtype_size(dtype);
+  D5_CHECK(raw.size() % elem == 0 && raw.size() / elem == static_cast<uint64_t>(numel), FormatError,
+           "{}: {} holds {} bytes, but dims {} give {} elements of {} ({} bytes each)", what, source, raw.size(),
+           shape.to_string(), numel, onnx_type_name(p.data_type()), elem);
+  Tensor t(dtype, shape);
+  if (dtype == DType::boolean) {  // any non-zero byte is true; a bool must hold exactly 0 or 1
+    for (int64_t i = 0; i < numel; ++i) t.data_as<bool>()[i] = raw[static_cast<size_t>(i)] != 0;
+  } else if (numel > 0) {
+    std::memcpy(t.data(), raw.data(), raw.size());
+  }
+  return t;
+}
+
+}  // namespace
+
+Tensor tensor_from_proto(const TensorProto& p, const std::string& what_in, const std::string& base_dir) {
+  const std::string what = describe(p, what_in);
   D5_CHECK(!p.has_segment(), Unimplemented, "{}: segmented tensors are not supported", what);
   D5_CHECK(p.data_type() != TensorProto::UNDEFINED, FormatError, "{}: data_type is missing (UNDEFINED)", what);
   const DType dtype = dtype_from_onnx(p.data_type(), what);
   const int64_t numel = checked_numel(p, what);
   const Shape shape(std::vector<int64_t>(p.dims().begin(), p.dims().end()));
 
-  if (p.has_raw_data()) {
-    const std::string& raw = p.raw_data();
-    const size_t elem = dtype_size(dtype);
-    D5_CHECK(raw.size() % elem == 0 && raw.size() / elem == static_cast<uint64_t>(numel), FormatError,
-             "{}: raw_data holds {} bytes, but dims {} give {} elements of {} ({} bytes each)", what, raw.size(),
-             shape.to_string(), numel, onnx_type_name(p.data_type()), elem);
-    Tensor t(dtype, shape);
-    if (dtype == DType::boolean) {  // any non-zero byte is true; a bool must hold exactly 0 or 1
-      for (int64_t i = 0; i < numel; ++i) t.data_as<bool>()[i] = raw[static_cast<size_t>(i)] != 0;
-    } else if (numel > 0) {
-      std::memcpy(t.data(), raw.data(), raw.size());
-    }
-    return t;
-  }
+  if (p.data_location() == TensorProto::EXTERNAL)
+    return tensor_from_bytes(p, read_external_data(p, what, base_dir), dtype, shape, numel, "external data", what);
+  if (p.has_raw_data()) return tensor_from_bytes(p, p.raw_data(), dtype, shape, numel, "raw_data", what);
 
   switch (dtype) {
     case DType::f32: {
@@ -266,7 +322,7 @@ AttributeProto::AttributeType attribute_type(const AttributeProto& a) {
 }
 }  // namespace
 
-Attributes attributes_from_node(const onnx::NodeProto& node) {
+Attributes attributes_from_node(const onnx::NodeProto& node, const std::string& base_dir) {
   const std::string label = node.name().empty() ? node.op_type() : fmt::format("{} '{}'", node.op_type(), node.name());
   Attributes attrs;
   attrs.context = label;
@@ -287,7 +343,8 @@ Attributes attributes_from_node(const onnx::NodeProto& node) {
         attrs.set(a.name(), std::vector<std::string>(a.strings().begin(), a.strings().end()));
         break;
       case AttributeProto::TENSOR:
-        attrs.set(a.name(), tensor_from_proto(a.t(), fmt::format("{}: attribute '{}'", label, a.name())));
+        attrs.set(a.name(),
+                  tensor_from_proto(a.t(), fmt::format("{}: attribute '{}'", label, a.name()), base_dir));
         break;
       case AttributeProto::UNDEFINED:
         D5_THROW(FormatError, "{}: attribute '{}' has no type and no value", label, a.name());

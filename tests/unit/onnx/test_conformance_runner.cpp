@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "../../support/onnx_cases.h"
+#include "deep500/graph_executor.h"
 #include "deep500/onnx_conformance.h"
 #include "deep500/op_registry.h"
 
@@ -121,13 +122,35 @@ TEST(Conformance, WhatD5DoesNotRunIsSkippedWithAReason) {
   m = make_model(relu_case());
   m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_sequence_type();
   expect_state(run_one(relu_case(), &m), CaseState::Skipped, "input 'x' is a sequence");
+}
 
-  m = make_model(relu_case());
-  auto* init = m.mutable_graph()->add_initializer();
-  init->set_name("w");
-  init->set_data_type(onnx::TensorProto::FLOAT);
-  init->set_data_location(onnx::TensorProto::EXTERNAL);
-  expect_state(run_one(relu_case(), &m), CaseState::Skipped, "initializer 'w' has external data");
+// y = x + w, w's data in w.bin beside model.onnx; both runners read it.
+TEST(Conformance, ExternalDataInitializersAreRead) {
+  reference::register_all();
+  CaseDef c;
+  c.nodes = {{"Add", {"x", "w"}, {"y"}}};
+  c.inputs = {{"x", Tensor::from_values<float>(Shape{2}, {1, 2})}};
+  c.initializers = {{"w", Tensor::from_values<float>(Shape{2}, {10, 20})}};
+  c.outputs = {{"y", Tensor::from_values<float>(Shape{2}, {11, 22})}};
+  auto m = make_model(c);
+  auto* w = m.mutable_graph()->mutable_initializer(0);
+  const std::string bytes = w->raw_data();
+  w->clear_raw_data();
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* loc = w->add_external_data();
+  loc->set_key("location");
+  loc->set_value("w.bin");
+  TempDir dir("d5-conf");
+  const auto path = dir.path / "test_external";
+  write_case(path, c, &m);
+  std::ofstream(path / "w.bin", std::ios::binary) << bytes;
+  for (CaseRunner runner : {CaseRunner::Nodes, CaseRunner::Network}) {
+    ConformanceOptions o;
+    o.runner = runner;
+    const auto r = run_conformance_case(path.string(), o);
+    EXPECT_EQ(r.state, CaseState::Passed) << r.detail;
+    EXPECT_EQ(r.runner, runner == CaseRunner::Nodes ? "nodes" : "network");
+  }
 }
 
 TEST(Conformance, MalformedCasesFailWithoutCrashing) {
@@ -200,6 +223,99 @@ TEST(Conformance, ExceptionsTurnKnownFailuresIntoSkipsAndFlagStaleEntries) {
   EXPECT_THROW(read_conformance_exceptions(file), FormatError);
   std::ofstream(file) << "test_a # x\ntest_a # y\n";
   EXPECT_THROW(read_conformance_exceptions(file), FormatError);
+}
+
+}  // namespace d5::test
+
+namespace d5::test {
+
+namespace {
+
+// y = Relu(x) * 2 over a batch dimension the model leaves symbolic ("N").
+CaseDef two_node_case() {
+  CaseDef c;
+  c.nodes = {{"Relu", {"x"}, {"r"}}, {"Add", {"r", "r"}, {"y"}}};
+  c.inputs = {{"x", Tensor::from_values<float>(Shape{3, 2}, {-1, 1, 2, -2, 3, 0})}};
+  c.outputs = {{"y", Tensor::from_values<float>(Shape{3, 2}, {0, 2, 4, 0, 6, 0})}};
+  return c;
+}
+
+onnx::ModelProto with_symbolic_batch(const CaseDef& c) {
+  auto m = make_model(c);
+  for (auto* v : {m.mutable_graph()->mutable_input(0), m.mutable_graph()->mutable_output(0)})
+    v->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("N");
+  return m;
+}
+
+// Stands in for a backend's graph executor: counts runs, computes with run_network_nodes.
+class CountingExecutor : public GraphExecutor {
+ public:
+  explicit CountingExecutor(Network& net) : GraphExecutor(net) {}
+  std::string backend() const override { return "test-executor"; }
+  TensorMap inference(const TensorMap& feeds) override {
+    ++runs;
+    check_feeds(feeds);
+    return run_network_nodes(network(), feeds, "reference");
+  }
+  TensorMap inference_and_backprop(const TensorMap&, const std::string&) override {
+    D5_THROW(Unimplemented, "not needed");
+  }
+  std::map<std::string, std::string> implementations() const override { return {}; }
+  static inline int runs = 0;
+};
+
+}  // namespace
+
+TEST(Conformance, WholeModelsRunImportedWithSymbolicDimensionsFromTheData) {
+  reference::register_all();
+  const CaseDef c = two_node_case();
+  const auto m = with_symbolic_batch(c);
+  const auto r = run_one(c, &m);
+  EXPECT_EQ(r.state, CaseState::Passed) << r.detail;
+  EXPECT_EQ(r.runner, "network");
+  // Forced through the node runner the same case passes too.
+  TempDir dir("d5-conf");
+  write_case(dir.path / "case", c, &m);
+  ConformanceOptions o;
+  o.runner = CaseRunner::Nodes;
+  const auto n = run_conformance_case((dir.path / "case").string(), o);
+  EXPECT_EQ(n.state, CaseState::Passed) << n.detail;
+  EXPECT_EQ(n.runner, "nodes");
+}
+
+TEST(Conformance, WholeModelsUseTheBackendsExecutorWhenOneIsRegistered) {
+  reference::register_all();
+  register_executor("test-executor", [](Network& net, const ExecutorOptions&) {
+    return std::make_unique<CountingExecutor>(net);
+  });
+  const CaseDef c = two_node_case();
+  TempDir dir("d5-conf");
+  write_case(dir.path / "case", c);
+  ConformanceOptions o;
+  o.backend = "test-executor";
+  CountingExecutor::runs = 0;
+  const auto r = run_conformance_case((dir.path / "case").string(), o);
+  EXPECT_EQ(r.state, CaseState::Passed) << r.detail;
+  EXPECT_EQ(r.runner, "executor");
+  EXPECT_EQ(CountingExecutor::runs, 1);
+  // A wrong expected value fails through the executor as through the node runner.
+  CaseDef wrong = c;
+  wrong.outputs[0].second.set(2, 5.0);
+  write_case(dir.path / "wrong", wrong);
+  const auto w = run_conformance_case((dir.path / "wrong").string(), o);
+  EXPECT_EQ(w.state, CaseState::Failed);
+  EXPECT_NE(w.detail.find("got 4, expected 5"), std::string::npos) << w.detail;
+}
+
+TEST(Conformance, DataThatContradictsTheDeclaredInputFails) {
+  reference::register_all();
+  CaseDef c = two_node_case();
+  auto m = make_model(c);  // declares x as [3, 2]
+  c.inputs[0].second = Tensor(DType::f32, Shape{2, 2});
+  const auto r = run_one(c, &m);
+  EXPECT_EQ(r.state, CaseState::Failed);
+  EXPECT_NE(r.detail.find("graph input 'x' is f32[2, 2], but the graph declares f32[3, 2]"), std::string::npos)
+      << r.detail;
 }
 
 }  // namespace d5::test

@@ -1,4 +1,4 @@
-// Reshape, Flatten, Squeeze, Unsqueeze, Identity, Shape and Constant (reference backend).
+// Reshape, Flatten, Squeeze, Unsqueeze, Identity, Shape, Constant and ConstantOfShape (reference backend).
 #include <cmath>
 
 #include "movement_test_util.h"
@@ -167,6 +167,26 @@ TEST(Constant, EachValueAttribute) {
   expect_invalid("Constant", "none", [&] { value({}); });
   expect_invalid("Constant", "value_float", [&] { value({{"value_int", int64_t{1}}, {"value_float", 1.0}}); });
   expect_invalid("Constant", "value_string", [&] { value({{"value_string", std::string("a")}}); });
+}
+
+TEST(ConstantOfShape, FillsTheShapeWithTheValuesDtype) {
+  const auto shape = Tensor::from_values<int64_t>(Shape{2}, {2, 3});
+  auto zeros = build("ConstantOfShape", {}, {shape});
+  EXPECT_EQ(zeros.op->output_descs()[0], (TensorDesc{DType::f32, Shape{2, 3}}));
+  EXPECT_EQ(zeros.out(), std::vector<double>(6, 0.0));
+  EXPECT_FALSE(zeros.op->has_gradient());
+  auto sevens = build("ConstantOfShape", {}, {shape}, {{"value", Tensor::from_values<int32_t>(Shape{1}, {7})}});
+  EXPECT_EQ(sevens.op->output_descs()[0].dtype, DType::i32);
+  EXPECT_EQ(sevens.out(), std::vector<double>(6, 7.0));
+  auto empty = build("ConstantOfShape", {}, {Tensor::from_values<int64_t>(Shape{2}, {0, 4})});
+  EXPECT_EQ(empty.out_shape(), (Shape{0, 4}));
+
+  expect_invalid("ConstantOfShape", "negative", [&] {
+    build("ConstantOfShape", {}, {Tensor::from_values<int64_t>(Shape{1}, {-1})});
+  });
+  expect_invalid("ConstantOfShape", "one element", [&] {
+    build("ConstantOfShape", {}, {shape}, {{"value", Tensor::from_values<float>(Shape{2}, {1, 2})}});
+  });
 }
 
 }  // namespace d5::test

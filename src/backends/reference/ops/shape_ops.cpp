@@ -1,6 +1,8 @@
 // Operators that change only the shape (Reshape, Flatten, Squeeze, Unsqueeze, Identity: the bytes
-// stay as they are) and the ones that make tensors from shapes or attributes (Shape, Constant).
+// stay as they are) and the ones that make tensors from shapes or attributes (Shape, Constant,
+// ConstantOfShape).
 #include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -186,6 +188,40 @@ class ConstantOp : public ReferenceOp {
   Tensor value_;
 };
 
+// ConstantOfShape: the shape input 0 holds (known at creation), filled with the one element of
+// attribute 'value' (a float 0 when absent), whose dtype the output takes. Exporters emit it for
+// zero states sized by a dynamic batch (PyTorch's LSTM initial states).
+class ConstantOfShapeOp : public ReferenceOp {
+ public:
+  ConstantOfShapeOp(const OpSpec& spec, Tensor fill, const Shape& shape)
+      : ReferenceOp(spec, {TensorDesc{fill.dtype(), shape}}), fill_(std::move(fill)) {}
+  void forward(std::span<const Tensor> in, std::span<Tensor> out) override {
+    check_inputs(in);
+    const size_t elem = dtype_size(fill_.dtype());
+    auto* dst = static_cast<unsigned char*>(out[0].data());
+    for (int64_t i = 0; i < out[0].numel(); ++i) std::memcpy(dst + static_cast<size_t>(i) * elem, fill_.data(), elem);
+  }
+  std::string no_gradient_reason() const override {
+    return "ConstantOfShape's input only decides the output's shape";
+  }
+  double bytes() const override { return static_cast<double>(outputs_[0].bytes()); }
+
+ private:
+  Tensor fill_;
+};
+
+OpCreateResult make_constant_of_shape(const OpSpec& spec) {
+  check_input_count(spec, 1, 1);
+  const auto dims = int_values(constant_input(spec, 0, "shape"), spec, "shape");
+  for (int64_t d : dims)
+    D5_CHECK_ARG(d >= 0, "{}: shape {} has a negative dimension", spec.label(), dims_str(dims));
+  Tensor fill = spec.attrs.has("value") ? spec.attrs.get_tensor("value") : Tensor::from_values<float>(Shape{}, {0});
+  D5_CHECK_ARG(fill.numel() == 1 && fill.device().kind == DeviceKind::cpu,
+               "{}: attribute 'value' must hold one element on the host, holds {}", spec.label(),
+               fill.desc().to_string());
+  return std::make_unique<ConstantOfShapeOp>(spec, std::move(fill), Shape(dims));
+}
+
 template <Shape (*Target)(const OpSpec&)>
 OpFactory alias_factory(size_t min_inputs, size_t max_inputs) {
   return [=](const OpSpec& s) -> OpCreateResult {
@@ -212,6 +248,7 @@ void register_shape_ops(OpRegistry& r) {
     check_input_count(s, 0, 0);
     return std::make_unique<ConstantOp>(s, constant_value(s));
   });
+  add_op(r, "ConstantOfShape", false, make_constant_of_shape);
 }
 
 }  // namespace d5::reference
