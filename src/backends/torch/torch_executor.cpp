@@ -215,7 +215,11 @@ void TorchExecutor::bind_values(bool training) {
         b.grad = g;
         b.grad_view = view_keeping(g);
       }
-      b.value.mutable_grad() = b.grad_view;
+      // accumulate: autograd adds into the view; copy: .grad stays unset (autograd::grad).
+      if (gradient_sink_ == GradientSink::accumulate)
+        b.value.mutable_grad() = b.grad_view;
+      else if (b.value.grad().defined())
+        b.value.mutable_grad().reset();
     }
     env_[static_cast<size_t>(b.slot)] = b.value;
   }
@@ -278,12 +282,31 @@ TensorMap TorchExecutor::store_outputs(const std::vector<std::string>& names) {
 }
 
 void TorchExecutor::backward(const at::Tensor& loss) {
+  std::vector<Binding*> trained;
+  std::vector<at::Tensor> leaves;
   for (auto& b : bindings_)
-    if (b.trainable) b.grad_view.zero_();
+    if (b.trainable) {
+      trained.push_back(&b);
+      leaves.push_back(b.value);
+    }
+  const bool accumulate = gradient_sink_ == GradientSink::accumulate;
   // A loss that no parameter reaches leaves every gradient zero.
-  if (!loss.requires_grad()) return;
+  if (accumulate || !loss.requires_grad())
+    for (auto* b : trained) b->grad_view.zero_();
+  if (!loss.requires_grad() || trained.empty()) return;
   try {
-    loss.backward();
+    if (accumulate) {
+      loss.backward();
+      return;
+    }
+    const auto grads = torch::autograd::grad({loss}, leaves, {}, /*retain_graph=*/false, /*create_graph=*/false,
+                                             /*allow_unused=*/true);
+    for (size_t k = 0; k < trained.size(); ++k) {
+      if (grads[k].defined())
+        trained[k]->grad_view.copy_(grads[k]);
+      else
+        trained[k]->grad_view.zero_();  // the loss does not depend on this parameter
+    }
   } catch (const StopBackward&) {
     stopped_ = true;
   } catch (const c10::Error& e) {

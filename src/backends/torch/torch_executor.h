@@ -9,9 +9,8 @@
 // Parameters and constants are at::Tensor views of the network's own d5 buffers (at::from_blob),
 // made again only when the network holds another buffer for the name (after feed_tensor), so an
 // optimizer that writes parameters in place is seen without any copy. In a training step the
-// parameters are autograd leaves whose .grad views the d5 gradient tensor the network stores under
-// Network::gradient_name(param): the executor zeroes it and autograd accumulates into it, so
-// gradients land where optimizers read them without a copy. Those gradient tensors are reused by
+// parameters are autograd leaves, and their gradients land in the d5 tensors the network stores
+// under Network::gradient_name(param) (see GradientSink). Those gradient tensors are reused by
 // every step (clone one to keep it).
 #include <ATen/ATen.h>
 
@@ -28,6 +27,16 @@ namespace d5::torch_backend {
 
 class TorchOp;
 
+// How gradients reach the network's d5 gradient tensors.
+enum class GradientSink {
+  // torch::autograd::grad returns each parameter's gradient (ATen's own buffer, as a hand-written
+  // loop's AccumulateGrad would steal it) and the executor copies it into the d5 tensor: one pass.
+  copy,
+  // Each leaf's .grad is a view of the d5 tensor, zeroed before the step, and autograd's
+  // AccumulateGrad adds into it: no copy, but a zeroing pass and an add instead of a steal.
+  accumulate,
+};
+
 class TorchExecutor final : public GraphExecutor {
  public:
   TorchExecutor(Network& network, const ExecutorOptions& options);
@@ -42,6 +51,10 @@ class TorchExecutor final : public GraphExecutor {
   // process-wide peak where the kernel refuses the reset). ATen's CPU allocator keeps no byte
   // counter, so peak_tensor_bytes is -1.
   ExecutorMemory memory() const override;
+
+  // The default is copy, measured the cheaper (docs/torch-executor.md).
+  void set_gradient_sink(GradientSink sink) { gradient_sink_ = sink; }
+  GradientSink gradient_sink() const { return gradient_sink_; }
 
   // How many times a parameter or constant was wrapped as an at::Tensor (once per buffer): tests
   // check that in-place updates cause none and feed_tensor causes one.
@@ -72,6 +85,7 @@ class TorchExecutor final : public GraphExecutor {
   std::vector<at::Tensor> env_;                // the current value of every slot
   std::vector<bool> keep_;                     // slots never released during a run (graph outputs, ...)
   std::vector<std::pair<std::string, std::string>> fallbacks_;
+  GradientSink gradient_sink_ = GradientSink::copy;
   int64_t wrap_count_ = 0;
   int64_t plan_count_ = 0;
 };

@@ -257,6 +257,23 @@ TEST_F(TorchExecutorTest, GradientsLandInTheNetworksGradientTensors) {
   expect_step_matches_reference(net, *ex, feeds, "loss");  // a second step does not accumulate
 }
 
+// The other way of landing gradients (autograd accumulating into views of the d5 tensors, zeroed
+// per step) gives the same gradients, step after step, in the same tensors.
+TEST_F(TorchExecutorTest, AccumulatingSinkMatchesReferenceToo) {
+  Network net = cnn();
+  torch_backend::TorchExecutor ex(net, {});
+  ex.set_gradient_sink(torch_backend::GradientSink::accumulate);
+  const TensorMap feeds{{"x", random(DType::f32, Shape{4, 3, 12, 12}, "img2")},
+                        {"labels", random(DType::i64, Shape{4}, "lab2", 0, 5)}};
+  expect_step_matches_reference(net, ex, feeds, "loss");
+  const Tensor g = net.fetch_tensor("conv_w@grad");
+  expect_step_matches_reference(net, ex, feeds, "loss");  // zeroed, not accumulated across steps
+  EXPECT_EQ(net.fetch_tensor("conv_w@grad").data(), g.data());
+  // Switching back to copying leaves no stale .grad behind.
+  ex.set_gradient_sink(torch_backend::GradientSink::copy);
+  expect_step_matches_reference(net, ex, feeds, "loss");
+}
+
 // Dropout in a training step draws a new mask each step, and the gradient goes through the mask
 // the step applied: with y = Dropout(x * w), dloss/dw = (mask * scale * x) summed = y / w.
 TEST_F(TorchExecutorTest, DropoutDrawsAFreshMaskPerStep) {
