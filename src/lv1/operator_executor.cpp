@@ -133,6 +133,11 @@ std::string OperatorExecutor::backend_of(const std::string& node) const {
   return it == nodes_.end() ? "" : it->second.backend;
 }
 
+const Operator* OperatorExecutor::operator_of(const std::string& node) const {
+  auto it = nodes_.find(node);
+  return it == nodes_.end() ? nullptr : it->second.op.get();
+}
+
 std::map<std::string, std::string> OperatorExecutor::implementations() const {
   std::map<std::string, std::string> out;
   for (const auto& n : network_.nodes()) {
