@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "custom_autograd.h"
 #include "deep500/backend.h"
 #include "deep500/runtime_libraries.h"
 #include "torch_op.h"
@@ -26,6 +27,10 @@ void register_backend() {
   b.get_threads = [] { return at::get_num_threads(); };
   register_runtime_library("libtorch", b.version);
   d5::register_backend(std::move(b));
+  // Custom operators registered on "torch" become autograd functions, usable in ATen graphs.
+  register_custom_op_adapter("torch", [](std::unique_ptr<Operator> op) -> std::unique_ptr<Operator> {
+    return std::make_unique<AutogradOp>(std::move(op));
+  });
 }
 
 // The one list of torch operator families.
