@@ -10,7 +10,8 @@ namespace d5::cli {
 LoadedNetwork load_network(const std::string& model, int64_t batch, NetMode mode) {
   // A file is an ONNX model; the importer is a separate library, added here when it is built.
   if (std::filesystem::exists(model))
-    D5_THROW(Unimplemented, "'{}': this d5 has no ONNX importer built in, so it cannot load model files", model);
+    D5_THROW(Unimplemented, "'{}': this d5 has no ONNX importer built in, so it cannot load model files",
+             model);
   ModelOptions options;
   options.batch = batch;
   // A training step needs the loss, and BatchNormalization/Dropout in their training behaviour.
