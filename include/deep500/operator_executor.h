@@ -80,7 +80,7 @@ class OperatorExecutor : public GraphExecutor {
   OperatorExecutorOptions options_;
   uint64_t version_ = 0;
   bool prepared_ = false;
-  std::map<std::string, NodeState> nodes_;  // by node name; non-folded nodes only
+  std::map<std::string, NodeState> nodes_;              // by node name; non-folded nodes only
   std::map<std::string, std::unique_ptr<Plan>> plans_;  // by loss ("" = inference)
   ExecutorMemory memory_;
 };

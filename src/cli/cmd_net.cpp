@@ -70,7 +70,8 @@ std::string console_text(const Results& res) {
         s << fmt::format("  {:<28} {}\n", f["node"].get<std::string>(), f["reason"].get<std::string>());
     }
     if (c.extra.contains("breakdown"))
-      s << fmt::format("\nbreakdown of {}:\n{}", c.name, format_breakdown(breakdown_from_json(c.extra["breakdown"])));
+      s << fmt::format("\nbreakdown of {}:\n{}", c.name,
+                       format_breakdown(breakdown_from_json(c.extra["breakdown"])));
   }
   return s.str();
 }
@@ -132,8 +133,8 @@ int run_net(const NetOpts& o, const GlobalOptions& g) {
     }
   }
   res.manifest = make_manifest(settings);
-  res.manifest["extra"] = {{"model", o.model}, {"source", source},   {"network", summary},
-                           {"mode", o.mode},   {"batches", o.batches}, {"loss", bo.loss},
+  res.manifest["extra"] = {{"model", o.model},        {"source", source},     {"network", summary},
+                           {"mode", o.mode},          {"batches", o.batches}, {"loss", bo.loss},
                            {"max_time_s", o.max_time}};
   if (!microbatching.is_null()) res.manifest["extra"]["microbatching"] = microbatching;
   emit_text(console_text(res) + scaling_table(res, o.batches), to_json(res), o.out);
@@ -143,8 +144,9 @@ int run_net(const NetOpts& o, const GlobalOptions& g) {
 }  // namespace
 
 Command register_net(CLI::App& app, const GlobalOptions& g) {
-  auto* cmd = app.add_subcommand("net", "Run a network on graph executors: validation, latency, throughput, memory, "
-                                        "time breakdown, FrameworkOverhead");
+  auto* cmd = app.add_subcommand("net",
+                                 "Run a network on graph executors: validation, latency, throughput, memory, "
+                                 "time breakdown, FrameworkOverhead");
   auto o = std::make_shared<NetOpts>();
   cmd->add_option("model", o->model, "An ONNX file (MODEL.onnx) or a model zoo name (see 'd5 models list')")
       ->required();
@@ -165,7 +167,8 @@ Command register_net(CLI::App& app, const GlobalOptions& g) {
                   "timed and chosen by an exact DP (docs/microbatching.md)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--breakdown", o->breakdown, "Time per node and per op type, both passes");
-  cmd->add_flag("--overhead", o->overhead, "Measure FrameworkOverhead: executor time / the same operators alone");
+  cmd->add_flag("--overhead", o->overhead,
+                "Measure FrameworkOverhead: executor time / the same operators alone");
   cmd->add_flag("--no-validate", o->no_validate, "Skip the comparison with the reference executor");
   cmd->add_option("--min-runs", o->min_runs, "Measured runs per executor at least")
       ->check(CLI::Range(1, 100000))

@@ -47,8 +47,9 @@ TEST(CliNet, TrainStepWithBreakdownAndOverheadToAFile) {
   namespace fs = std::filesystem;
   const fs::path out = fs::temp_directory_path() / "d5-net-train.json";
   fs::remove(out);
-  const auto r = run_d5({"net", "mlp", "--mode", "train-step", "--batch", "8", "--backend", "reference",
-                         "--breakdown", "--overhead", "--max-time", "0.5", "--format", "json", "-o", out.string()});
+  const auto r =
+      run_d5({"net", "mlp", "--mode", "train-step", "--batch", "8", "--backend", "reference", "--breakdown",
+              "--overhead", "--max-time", "0.5", "--format", "json", "-o", out.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(read_file(out.string()));
   fs::remove(out);
@@ -75,8 +76,8 @@ TEST(CliNet, ConsoleShowsFallbacksAndBreakdown) {
 }
 
 TEST(CliNet, SeveralBatchSizesGiveThroughputAgainstBatch) {
-  const auto r = run_d5({"net", "mlp", "--batch", "1,16", "--backend", "reference", "--max-time", "0.3",
-                         "--format", "json"});
+  const auto r = run_d5(
+      {"net", "mlp", "--batch", "1,16", "--backend", "reference", "--max-time", "0.3", "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["cases"].size(), 2u);
@@ -85,7 +86,8 @@ TEST(CliNet, SeveralBatchSizesGiveThroughputAgainstBatch) {
   EXPECT_EQ(j["cases"][1]["params"]["batch"], 16);
   const auto console = run_d5({"net", "mlp", "--batch", "1,16", "--backend", "reference", "--max-time", "0.3"});
   ASSERT_EQ(console.exit_code, 0) << console.err;
-  EXPECT_NE(console.out.find("throughput (samples/s, median) against batch size"), std::string::npos) << console.out;
+  EXPECT_NE(console.out.find("throughput (samples/s, median) against batch size"), std::string::npos)
+      << console.out;
 }
 
 TEST(CliNet, BadModelsAndExecutorsAreNamed) {
