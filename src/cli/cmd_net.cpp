@@ -44,15 +44,13 @@ nlohmann::json microbatch(Network& net, const NetOpts& o) {
   const int changed = apply_microbatches(net, plan);
   nlohmann::json j = {{"workspace_limit", plan.workspace_limit}, {"backend", mo.backend}, {"split", changed}};
   std::ostringstream s;
-  s << fmt::format("micro-batching under a workspace limit of {} bytes ({} convolution(s) split):
-",
+  s << fmt::format("micro-batching under a workspace limit of {} bytes ({} convolution(s) split):\n",
                    plan.workspace_limit, changed);
   for (const auto& c : plan.convs) {
     j["convs"].push_back({{"node", c.node}, {"batch", c.batch}, {"micro_batches", c.micro_batches},
                           {"time_before_s", c.time_before_s}, {"time_after_s", c.time_after_s},
                           {"workspace_before", c.workspace_before}, {"workspace_after", c.workspace_after}});
-    s << fmt::format("  {:<24} batch {:>4} -> [{}]  {:.3f} ms -> {:.3f} ms  workspace {} -> {} bytes
-", c.node,
+    s << fmt::format("  {:<24} batch {:>4} -> [{}]  {:.3f} ms -> {:.3f} ms  workspace {} -> {} bytes\n", c.node,
                      c.batch, fmt::join(c.micro_batches, ","), c.time_before_s * 1e3, c.time_after_s * 1e3,
                      c.workspace_before, c.workspace_after);
   }
