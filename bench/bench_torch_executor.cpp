@@ -210,13 +210,24 @@ torch_backend::GradientSink sink_of(const std::string& name) {
   return name == "copy" ? torch_backend::GradientSink::copy : torch_backend::GradientSink::accumulate;
 }
 
+// The workload's network; every call builds the same one (same parameter values).
+std::unique_ptr<Network> build_network(const Workload& w, std::string* loss) {
+  auto net = std::make_unique<Network>(w.name);
+  D5Model dm{*net};
+  net->add_input("x", TensorDesc{DType::f32, w.input});
+  net->add_input("labels", TensorDesc{DType::i64, Shape{w.input[0]}});
+  *loss = w.build(dm, "x", "labels");
+  net->infer();
+  return net;
+}
+
 Measured measure(const Workload& w, const std::vector<std::string>& sinks, int rounds, double round_seconds) {
-  Network net(w.name);
-  D5Model dm{net};
-  net.add_input("x", TensorDesc{DType::f32, w.input});
-  net.add_input("labels", TensorDesc{DType::i64, Shape{w.input[0]}});
-  const std::string loss = w.build(dm, "x", "labels");
-  net.infer();
+  std::string loss;
+  // One network per executor: an executor replaces gradient tensors it did not make, so two on
+  // one network would allocate them anew at every step.
+  std::vector<std::unique_ptr<Network>> nets;
+  for (size_t k = 0; k < std::max<size_t>(1, sinks.size()); ++k) nets.push_back(build_network(w, &loss));
+  const Network& net = *nets[0];
 
   Tensor x(DType::f32, w.input), labels(DType::i64, Shape{w.input[0]});
   RngStream r(7, w.name);
@@ -236,17 +247,19 @@ Measured measure(const Workload& w, const std::vector<std::string>& sinks, int r
   };
   hand_step();
 
-  // One executor per gradient sink; all of them write the network's gradient tensors.
+  // One executor per gradient sink.
   Measured m;
   std::vector<std::unique_ptr<torch_backend::TorchExecutor>> executors;
   std::vector<std::function<void()>> steps;
-  for (const auto& sink : sinks) {
+  for (size_t k = 0; k < sinks.size(); ++k) {
+    const std::string& sink = sinks[k];
+    Network& net = *nets[k];
     executors.push_back(std::make_unique<torch_backend::TorchExecutor>(net, ExecutorOptions{}));
     auto& ex = *executors.back();
     ex.set_gradient_sink(sink_of(sink));
     D5_CHECK(ex.fallbacks().empty(), Internal, "{}: the torch executor falls back on node {}", w.name,
              ex.fallbacks()[0].first);
-    steps.push_back([&ex, &feeds, loss] { ex.inference_and_backprop(feeds, loss); });
+    steps.push_back([&ex, &feeds, &loss] { ex.inference_and_backprop(feeds, loss); });
     // Same computation: the first step's loss and every gradient agree with the hand-written step.
     steps.back()();
     const double d5_loss = net.fetch_tensor(loss).get(0), aten_loss = hand_loss.item<double>();
