@@ -13,6 +13,10 @@ namespace d5::zoo {
 
 namespace {
 
+// Float attributes as ONNX stores them (f32), so an exported model imports to the same values.
+constexpr double kNormEpsilon = static_cast<double>(1e-5f);
+constexpr double kBatchNormMomentum = static_cast<double>(0.9f);
+
 std::string number_text(double v) {
   std::string s = fmt::format("{}", v);
   for (char& c : s)
@@ -136,9 +140,14 @@ Value Builder::batch_norm(const Value& x, const std::string& scope) {
                                      filled_tensor(scope + ".running_mean", c, 0, false),
                                      filled_tensor(scope + ".running_var", c, 1, false)};
   // PyTorch's momentum 0.1 weighs the new batch; ONNX's momentum weighs the running value.
-  Attributes a{{"epsilon", 1e-5}, {"momentum", 0.9}};
-  if (options_.training) a.set("training_mode", int64_t{1});
-  return node("BatchNormalization", scope, inputs, x.shape, std::move(a));
+  Attributes a{{"epsilon", kNormEpsilon}, {"momentum", kBatchNormMomentum}};
+  if (!options_.training) return node("BatchNormalization", scope, inputs, x.shape, std::move(a));
+  // Training mode has three outputs in ONNX (its shape inference insists); the updated running
+  // statistics are not asked for, so their names stay empty.
+  a.set("training_mode", int64_t{1});
+  const std::string name = fresh(scope);
+  net_.add_node({name, "BatchNormalization", "", std::move(a), inputs, {name, "", ""}});
+  return {name, x.shape};
 }
 
 Value Builder::linear(const Value& x, const std::string& scope, int64_t out_features, bool bias) {
@@ -162,7 +171,7 @@ Value Builder::layer_norm(const Value& x, const std::string& scope) {
   const Shape c{x.shape[x.shape.rank() - 1]};
   std::vector<std::string> inputs = {x.name, filled_tensor(scope + ".weight", c, 1, true),
                                      filled_tensor(scope + ".bias", c, 0, true)};
-  return node("LayerNormalization", scope, inputs, x.shape, Attributes{{"axis", int64_t{-1}}, {"epsilon", 1e-5}});
+  return node("LayerNormalization", scope, inputs, x.shape, Attributes{{"axis", int64_t{-1}}, {"epsilon", kNormEpsilon}});
 }
 
 Value Builder::lstm_last_hidden(const Value& x, const std::string& scope, int64_t hidden) {
