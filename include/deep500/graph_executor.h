@@ -74,6 +74,8 @@ class GraphExecutor {
   virtual ExecutorMemory memory() const { return {}; }
 
   void add_event(std::shared_ptr<ExecutorEvent> event) { events_.push_back(std::move(event)); }
+  void remove_event(const std::shared_ptr<ExecutorEvent>& event) { std::erase(events_, event); }
+  const std::vector<std::shared_ptr<ExecutorEvent>>& events() const { return events_; }
   void clear_events() { events_.clear(); }
   bool stopped() const { return stopped_; }
 
@@ -95,6 +97,8 @@ class GraphExecutor {
 
 struct ExecutorOptions {
   bool deterministic = false;
+  // Scratch memory each operator may use per call (OpSpec::workspace_limit); -1: no limit.
+  int64_t workspace_limit = -1;
 };
 
 using ExecutorFactory = std::function<std::unique_ptr<GraphExecutor>(Network&, const ExecutorOptions&)>;

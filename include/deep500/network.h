@@ -104,6 +104,9 @@ class Network {
   // Results are cached until the network changes.
   void infer() const;
   bool inferred() const { return inferred_; }
+  // Changes whenever the graph or a constant changes (whatever invalidates inference), and not
+  // when parameters or stored results change: executors compare it to know when to re-plan.
+  uint64_t version() const { return version_; }
   // After infer(): every tensor's descriptor; InvalidArgument for an unknown name.
   const TensorDesc& desc(const std::string& tensor) const;
   // After infer(): the OpSpec executors create the node's operator from (descriptors, known
@@ -138,7 +141,10 @@ class Network {
   std::string summary() const;
 
  private:
-  void invalidate() { inferred_ = false; }
+  void invalidate() {
+    inferred_ = false;
+    ++version_;
+  }
   void reindex();
   Node& find_node(const std::string& name);
 
@@ -152,6 +158,7 @@ class Network {
   std::map<std::string, Tensor> values_;
   std::map<std::string, bool> initializers_;  // name -> is_param
 
+  uint64_t version_ = 0;
   // inference cache
   mutable bool inferred_ = false;
   mutable std::map<std::string, TensorDesc> descs_;

@@ -29,6 +29,10 @@ struct OpSpec {
   // Outputs the node asks for (ONNX nodes may omit trailing optional outputs such as Dropout's
   // mask or MaxPool's indices); -1 when unknown: the op produces every output it can.
   int num_outputs = -1;
+  // The most scratch memory (bytes, beyond inputs and outputs) an implementation may use for one
+  // call, as a cuDNN user caps an algorithm's workspace: an implementation that needs more refuses,
+  // so the registry falls back to a leaner one. -1: each implementation's own default policy.
+  int64_t workspace_limit = -1;
 
   bool has_input(size_t i) const { return i < inputs.size() && (present.empty() || present[i]); }
   const Tensor* value(size_t i) const;  // nullptr when not known
@@ -74,6 +78,9 @@ class Operator {
   virtual double flops() const { return 0; }
   virtual double bytes() const;
   virtual double backward_flops() const { return 2 * flops(); }
+  // Scratch memory one forward call uses beyond inputs and outputs (im2col matrices, a library's
+  // scratchpad); 0 when none, -1 when the implementation cannot tell (a framework's allocator).
+  virtual int64_t workspace_bytes() const { return 0; }
 
   // Convenience: allocate outputs and run forward.
   std::vector<Tensor> run_forward(std::span<const Tensor> inputs);

@@ -94,6 +94,24 @@ struct ForwardCheckResult {
   nlohmann::json extra = nlohmann::json::object();
 };
 
+// One tensor and its reference, for checks over several tensors at once.
+struct ComparedTensor {
+  std::string label;  // names it in messages: "output 0", "gradient 'W@grad'"
+  size_t index = 0;   // OutputCheck::index and the JSON "index"
+  std::string name;   // the tensor's name, in the JSON when not empty
+  Tensor actual, reference;
+  Tolerance tol;
+};
+
+// The comparison core of test_forward, shared with Level 1's executor checks: compares every
+// pair (a shape or dtype mismatch is FAILED) and sums up. FAILED: the tensor whose worst element
+// is furthest outside its tolerance. MISTRUSTED: a floating-point reference that is all
+// non-finite, or has more than options.mistrust_zero_fraction exact zeros. PASSED: the worst
+// relative l2 error. `subject` starts the detail ("Conv 'c1'", "network 'mlp' on onednn");
+// `noun` counts what passed ("output(s)"). Uses the heatmap and mistrust options, not reruns.
+ForwardCheckResult check_tensors(std::span<const ComparedTensor> tensors, const std::string& subject,
+                                 const std::string& noun, const ForwardCheckOptions& options = {});
+
 // Runs op.forward() `reruns` times on `inputs` and compares the first run's outputs with
 // `reference_outputs` (fewer references than outputs compare only the leading outputs; an
 // undefined reference skips that output). A shape or dtype mismatch is FAILED. State

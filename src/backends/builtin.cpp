@@ -2,6 +2,7 @@
 // (D5_WITH_*), so there is no run-time if/else over backends anywhere else.
 #include "deep500/backend.h"
 #include "deep500/op_registry.h"
+#include "deep500/operator_executor.h"
 
 namespace d5 {
 namespace reference { void register_all(); }
@@ -15,6 +16,7 @@ void register_operators(OpRegistry& r);
 namespace onednn {
 void register_backend();
 void register_operators(OpRegistry& r);
+void register_executor();
 }  // namespace onednn
 #endif
 #ifdef D5_HAVE_CUDA
@@ -44,6 +46,21 @@ void register_builtin_backends() {
   (void)once;
 }
 
+// Graph executors come with the operators they run: every binary that can create a backend's
+// operators can also run whole networks on it.
+namespace {
+void register_builtin_executors() {
+  register_executor("reference", [](Network& network, const ExecutorOptions& o) -> std::unique_ptr<GraphExecutor> {
+    OperatorExecutorOptions options;
+    options.workspace_limit = o.workspace_limit;
+    return std::make_unique<ReferenceExecutor>(network, options);
+  });
+#ifdef D5_HAVE_ONEDNN
+  onednn::register_executor();
+#endif
+}
+}  // namespace
+
 void register_builtin_operators() {
   static const bool once = [] {
     register_builtin_backends();
@@ -53,6 +70,7 @@ void register_builtin_operators() {
 #ifdef D5_HAVE_ONEDNN
     onednn::register_operators(OpRegistry::global());
 #endif
+    register_builtin_executors();
     return true;
   }();
   (void)once;

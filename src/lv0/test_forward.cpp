@@ -96,7 +96,7 @@ void repeatability(const std::vector<std::vector<Tensor>>& runs, size_t k, int h
   }
 }
 
-json to_json(const OutputCheck& o, const Tensor& ref, bool with_repeatability) {
+json to_json(const OutputCheck& o, const Tensor& ref) {
   const auto& c = o.cmp;
   json j = {{"index", o.index},
             {"dtype", to_string(ref.dtype())},
@@ -117,10 +117,6 @@ json to_json(const OutputCheck& o, const Tensor& ref, bool with_repeatability) {
   if (c.worst_index >= 0)
     j["worst"] = {{"flat_index", c.worst_index}, {"index", unravel(c.worst_index, ref.shape())},
                   {"actual", c.worst_actual}, {"reference", c.worst_reference}};
-  if (with_repeatability)
-    j["repeatability"] = {{"max_variance", o.max_variance}, {"nondeterministic", o.nondeterministic},
-                          {"rows", c.heatmap_rows}, {"cols", c.heatmap_cols},
-                          {"values", matrix(o.variance_map, c.heatmap_rows, c.heatmap_cols)}};
   return j;
 }
 
@@ -207,6 +203,71 @@ std::string describe_worst(const OutputComparison& c, const Shape& shape) {
                      allowed, c.tol.atol, c.tol.rtol);
 }
 
+ForwardCheckResult check_tensors(std::span<const ComparedTensor> tensors, const std::string& subject,
+                                 const std::string& noun, const ForwardCheckOptions& options) {
+  D5_CHECK_ARG(options.heatmap_size >= 1, "{}: heatmap_size must be at least 1, got {}", subject,
+               options.heatmap_size);
+  ForwardCheckResult res;
+  res.extra = {{"outputs", json::array()}};
+  std::string failure, mistrust;
+  double worst_excess_ratio = -1, worst_rel_l2 = 0;
+  for (const auto& t : tensors) {
+    const Tensor& ref = t.reference;
+    const Tensor& actual = t.actual;
+    if (actual.dtype() != ref.dtype() || actual.shape() != ref.shape()) {
+      const std::string msg = fmt::format("{} is {} but the reference is {}", t.label, actual.desc().to_string(),
+                                          ref.desc().to_string());
+      json e = {{"index", t.index}, {"error", msg}};
+      if (!t.name.empty()) e["name"] = t.name;
+      res.extra["outputs"].push_back(std::move(e));
+      if (failure.empty()) failure = msg;
+      worst_excess_ratio = INFINITY;
+      continue;
+    }
+    const Tolerance tol = t.tol;
+    OutputCheck oc;
+    oc.index = t.index;
+    oc.cmp = compare_output(actual, ref, tol, options.heatmap_size);
+    const auto& c = oc.cmp;
+    worst_rel_l2 = std::max(worst_rel_l2, c.rel_l2);
+    if (c.mismatches > 0) {
+      // Report the tensor whose worst element is furthest outside its tolerance.
+      const double allowed = tol.atol + tol.rtol * std::abs(c.worst_reference);
+      const double ratio = c.nonfinite_mismatches ? INFINITY
+                                                  : std::abs(c.worst_actual - c.worst_reference) /
+                                                        std::max(allowed, std::numeric_limits<double>::min());
+      if (failure.empty() || ratio > worst_excess_ratio) {
+        worst_excess_ratio = ratio;
+        failure = fmt::format("{}: {} of {} elements outside tolerance; worst {}", t.label, c.mismatches,
+                              ref.numel(), describe_worst(c, ref.shape()));
+      }
+    } else if (mistrust.empty() && is_floating(ref.dtype())) {
+      if (c.reference_all_nonfinite)
+        mistrust = fmt::format("{}: every reference element is non-finite", t.label);
+      else if (ref.numel() > options.mistrust_min_elements && c.zero_fraction > options.mistrust_zero_fraction)
+        mistrust = fmt::format("{}: {:.2f}% of the {} reference elements are exactly zero", t.label,
+                               100 * c.zero_fraction, ref.numel());
+    }
+    json e = to_json(oc, ref);
+    if (!t.name.empty()) e["name"] = t.name;
+    res.extra["outputs"].push_back(std::move(e));
+    res.outputs.push_back(std::move(oc));
+  }
+
+  if (!failure.empty()) {
+    res.state = CaseState::Failed;
+    res.detail = fmt::format("{}: {}", subject, failure);
+  } else if (!mistrust.empty()) {
+    res.state = CaseState::Mistrusted;
+    res.detail = fmt::format("{}: {}; the comparison has little power", subject, mistrust);
+  } else {
+    res.state = CaseState::Passed;
+    res.detail = fmt::format("{}: {} {} within tolerance; worst relative l2 error {:.3g}", subject,
+                             res.outputs.size(), noun, worst_rel_l2);
+  }
+  return res;
+}
+
 ForwardCheckResult test_forward(Operator& op, std::span<const Tensor> inputs,
                                 std::span<const Tensor> reference_outputs, const ForwardCheckOptions& options) {
   const OpSpec& spec = op.spec();
@@ -220,64 +281,30 @@ ForwardCheckResult test_forward(Operator& op, std::span<const Tensor> inputs,
   std::vector<std::vector<Tensor>> runs;
   for (int r = 0; r < options.reruns; ++r) runs.push_back(op.run_forward(inputs));
 
-  ForwardCheckResult res;
-  res.extra = {{"op", spec.type}, {"reruns", options.reruns}, {"outputs", json::array()}};
-  std::string failure, mistrust;
-  double worst_excess_ratio = -1, worst_rel_l2 = 0;
+  std::vector<ComparedTensor> compared;
   for (size_t k = 0; k < reference_outputs.size(); ++k) {
     const Tensor& ref = reference_outputs[k];
     if (!ref.defined()) continue;
-    const Tensor& actual = runs[0][k];
-    if (actual.dtype() != ref.dtype() || actual.shape() != ref.shape()) {
-      const std::string msg = fmt::format("output {} is {} but the reference is {}", k,
-                                          actual.desc().to_string(), ref.desc().to_string());
-      res.extra["outputs"].push_back({{"index", k}, {"error", msg}});
-      if (failure.empty()) failure = msg;
-      worst_excess_ratio = INFINITY;
-      continue;
-    }
     Tolerance tol = default_tolerance(ref.dtype(), spec.type);
     if (options.rtol) tol.rtol = *options.rtol;
     if (options.atol) tol.atol = *options.atol;
-
-    OutputCheck oc;
-    oc.index = k;
-    oc.cmp = compare_output(actual, ref, tol, options.heatmap_size);
-    if (options.reruns > 1) repeatability(runs, k, options.heatmap_size, oc);
-    const auto& c = oc.cmp;
-    worst_rel_l2 = std::max(worst_rel_l2, c.rel_l2);
-    if (c.mismatches > 0) {
-      // Report the output whose worst element is furthest outside its tolerance.
-      const double allowed = tol.atol + tol.rtol * std::abs(c.worst_reference);
-      const double ratio = c.nonfinite_mismatches ? INFINITY
-                                                  : std::abs(c.worst_actual - c.worst_reference) /
-                                                        std::max(allowed, std::numeric_limits<double>::min());
-      if (failure.empty() || ratio > worst_excess_ratio) {
-        worst_excess_ratio = ratio;
-        failure = fmt::format("output {}: {} of {} elements outside tolerance; worst {}", k, c.mismatches,
-                              ref.numel(), describe_worst(c, ref.shape()));
-      }
-    } else if (mistrust.empty() && is_floating(ref.dtype())) {
-      if (c.reference_all_nonfinite)
-        mistrust = fmt::format("output {}: every reference element is non-finite", k);
-      else if (ref.numel() > options.mistrust_min_elements && c.zero_fraction > options.mistrust_zero_fraction)
-        mistrust = fmt::format("output {}: {:.2f}% of the {} reference elements are exactly zero", k,
-                               100 * c.zero_fraction, ref.numel());
-    }
-    res.extra["outputs"].push_back(to_json(oc, ref, options.reruns > 1));
-    res.outputs.push_back(std::move(oc));
+    compared.push_back({fmt::format("output {}", k), k, "", runs[0][k], ref, tol});
   }
-
-  if (!failure.empty()) {
-    res.state = CaseState::Failed;
-    res.detail = fmt::format("{}: {}", spec.label(), failure);
-  } else if (!mistrust.empty()) {
-    res.state = CaseState::Mistrusted;
-    res.detail = fmt::format("{}: {}; the comparison has little power", spec.label(), mistrust);
-  } else {
-    res.state = CaseState::Passed;
-    res.detail = fmt::format("{}: {} output(s) within tolerance; worst relative l2 error {:.3g}", spec.label(),
-                             res.outputs.size(), worst_rel_l2);
+  ForwardCheckResult res = check_tensors(compared, spec.label(), "output(s)", options);
+  res.extra["op"] = spec.type;
+  res.extra["reruns"] = options.reruns;
+  if (options.reruns > 1) {
+    // The repeatability map of each compared output, next to its comparison.
+    size_t next = 0;
+    for (auto& entry : res.extra["outputs"]) {
+      if (entry.contains("error")) continue;
+      OutputCheck& oc = res.outputs[next++];
+      repeatability(runs, oc.index, options.heatmap_size, oc);
+      const auto& c = oc.cmp;
+      entry["repeatability"] = {{"max_variance", oc.max_variance}, {"nondeterministic", oc.nondeterministic},
+                                {"rows", c.heatmap_rows}, {"cols", c.heatmap_cols},
+                                {"values", matrix(oc.variance_map, c.heatmap_rows, c.heatmap_cols)}};
+    }
   }
   return res;
 }

@@ -255,6 +255,17 @@ TensorList max_pool(const at::Tensor& x, const PoolPlan& p, const std::vector<in
   }
 }
 
+at::Tensor max_pool_values(const at::Tensor& x, const PoolPlan& p, const std::vector<int64_t>& pads) {
+  switch (p.image.size()) {
+    case 1:
+      return at::max_pool1d(x, p.w.kernel, p.w.strides, pads, p.w.dilations, p.ceil_mode);
+    case 2:
+      return at::max_pool2d(x, p.w.kernel, p.w.strides, pads, p.w.dilations, p.ceil_mode);
+    default:
+      return at::max_pool3d(x, p.w.kernel, p.w.strides, pads, p.w.dilations, p.ceil_mode);
+  }
+}
+
 Built build_max_pool(const OpSpec& s, const Operator& ref) {
   if (spatial(s.inputs[0].shape).size() > 3)
     return std::string("ATen max pooling has at most 3 spatial axes");
@@ -269,6 +280,9 @@ Built build_max_pool(const OpSpec& s, const Operator& ref) {
                    x = at::constant_pad_nd(x, p.pre_pad, -std::numeric_limits<double>::infinity());
                    pads.assign(pads.size(), 0);
                  }
+                 // Without a reader of Indices (a graph executor's node that leaves it unnamed),
+                 // the values-only pooling saves the index tensor and its ONNX mapping.
+                 if (c.wanted.size() > 1 && !c.wanted[1]) return {narrow_to(max_pool_values(x, p, pads), p.out), {}};
                  const auto r = max_pool(x, p, pads);
                  return {narrow_to(r[0], p.out), onnx_indices(narrow_to(r[1], p.out), p, column_major)};
                },

@@ -167,7 +167,8 @@ Built build_mse(const OpSpec& s) {
 // Dropout: the mask comes from a CPU generator seeded with the 'seed' attribute (else a fixed
 // value), so runs repeat, but it is not the reference's mask: the two backends draw different
 // numbers. Each forward draws a fresh mask and keeps it; the backward replay reuses it, so the
-// gradient is the upstream gradient through the mask the forward applied.
+// gradient is the upstream gradient through the mask the forward applied. A fresh recording
+// forward (a graph executor's training step) draws a new mask, as a plain forward does.
 struct DropoutState {
   at::Generator gen;
   at::Tensor mask;  // of the last forward; undefined when it dropped nothing
@@ -186,7 +187,7 @@ Built build_dropout(const OpSpec& s) {
   return OpDef{
       [st, ratio_attr, spec](const Call& c) -> TensorList {
         const auto& x = c.in[0];
-        if (!c.replay) {
+        if (!c.replay || c.fresh) {
           const double ratio = c.in.size() > 1 && c.in[1].defined() ? c.in[1].item<double>() : ratio_attr;
           D5_CHECK_ARG(ratio >= 0 && ratio <= 1, "{}: ratio {} is outside [0, 1]", spec.label(), ratio);
           const bool training = c.in.size() > 2 && c.in[2].defined() && c.in[2].item<bool>();

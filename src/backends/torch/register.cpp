@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include "deep500/backend.h"
+#include "deep500/graph_executor.h"
 #include "deep500/runtime_libraries.h"
+#include "torch_executor.h"
 #include "torch_op.h"
 
 namespace d5::torch_backend {
@@ -26,6 +28,9 @@ void register_backend() {
   b.get_threads = [] { return at::get_num_threads(); };
   register_runtime_library("libtorch", b.version);
   d5::register_backend(std::move(b));
+  register_executor("torch", [](Network& net, const ExecutorOptions& options) -> std::unique_ptr<GraphExecutor> {
+    return std::make_unique<TorchExecutor>(net, options);
+  });
 }
 
 // The one list of torch operator families.

@@ -117,6 +117,7 @@ std::vector<at::Tensor> TorchOp::run(const Call& c) const {
   D5_CHECK(res.size() == outputs_.size(), Internal, "{}: torch kernel returned {} outputs, expected {}",
            spec_.label(), res.size(), outputs_.size());
   for (size_t k = 0; k < res.size(); ++k) {
+    if (!res[k].defined() && k < c.wanted.size() && !c.wanted[k]) continue;  // skipped: nobody reads it
     const auto want = dims_of(outputs_[k].shape);
     D5_CHECK(res[k].defined() && res[k].sizes() == at::IntArrayRef(want), Internal,
              "{}: torch kernel output {} has shape [{}], expected {}", spec_.label(), k,

@@ -34,8 +34,13 @@ struct Call {
   // forward: views of the caller's output buffers, which a kernel may fill itself (ATen's out=
   // variants) and return, saving a copy; replay: undefined.
   std::vector<at::Tensor> out;
-  std::vector<bool> wanted;  // replay: the outputs that have an upstream gradient
+  // replay: the outputs that have an upstream gradient; a graph executor: the outputs its node
+  // names. Where given and false, a kernel may return an undefined tensor instead of the output.
+  std::vector<bool> wanted;
   bool replay = false;
+  // With replay: a graph executor's recording forward (TorchExecutor), not the recomputation of an
+  // earlier forward, so kernels that keep random draws for the replay (Dropout) draw afresh.
+  bool fresh = false;
 
   // Whether output k can be written in place (plain forward only: out= variants record no graph).
   bool writable(size_t k) const { return !replay && k < out.size() && out[k].defined(); }
@@ -69,6 +74,11 @@ class TorchOp final : public Operator {
   double flops() const override { return flops_; }
   double bytes() const override { return bytes_; }
   double backward_flops() const override { return backward_flops_; }
+
+  // The kernel on ATen tensors directly, for a graph executor that builds one autograd graph of a
+  // whole network: no d5 buffers, no copies. Outputs are checked as in forward (count, shapes);
+  // their dtypes may differ from the descriptors' (callers convert).
+  std::vector<at::Tensor> run_aten(const Call& c) const { return run(c); }
 
  private:
   Call make_call(std::span<const Tensor> inputs) const;

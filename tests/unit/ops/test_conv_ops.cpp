@@ -152,6 +152,33 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return info.param.name; });
 // clang-format on
 
+// The two forward algorithms: the registry picks the batched one while its workspace fits the
+// spec's limit, the per-image one otherwise; both must agree with the direct loops.
+TEST(Conv, WorkspaceLimitChoosesTheAlgorithm) {
+  const ConvCase c{"algorithms", {4, 3, 9, 9}, {5, 3, 3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true};
+  auto p = make_problem("Conv", c, DType::f32);
+  ASSERT_EQ(p.op->implementation(), "reference:batched-im2col");
+  // K = 27 rows, M = 5, N * P = 4 * 81: (27 + 5) * 324 floats.
+  EXPECT_EQ(p.op->workspace_bytes(), (27 + 5) * 4 * 81 * 4);
+  const Tensor expected =
+      naive_conv(p.inputs[0], p.inputs[1], &p.inputs[2], c.group, conv_geometry(c));
+  expect_close(p.op->run_forward(p.inputs)[0], expected, 2e-5, 2e-5, "batched");
+
+  OpSpec limited = p.op->spec();
+  limited.workspace_limit = p.op->workspace_bytes() - 1;
+  auto per_image = OpRegistry::global().create(limited, "reference");
+  EXPECT_EQ(per_image->implementation(), "reference");
+  EXPECT_LE(per_image->workspace_bytes(), limited.workspace_limit);
+  expect_close(per_image->run_forward(p.inputs)[0], expected, 2e-5, 2e-5, "per image");
+  const auto reasons = OpRegistry::global().explain(limited, "reference");
+  ASSERT_FALSE(reasons.empty());
+  EXPECT_NE(reasons[0].reason.find("over the limit"), std::string::npos) << reasons[0].reason;
+
+  // Below even the per-image workspace, no algorithm fits: the refusal says so.
+  limited.workspace_limit = 16;
+  EXPECT_THROW(OpRegistry::global().create(limited, "reference"), Unimplemented);
+}
+
 TEST(Conv, KernelShapeAttributeMustMatchWeights) {
   const auto f = DType::f32;
   auto ok = make_op(spec_of("Conv", {{f, Shape{1, 1, 5, 5}}, {f, Shape{1, 1, 3, 2}}},

@@ -174,15 +174,17 @@ ConvDims conv_dims(const OpSpec& spec, bool transposed) {
   return d;
 }
 
-template <typename T> void im2col(const Window& w, int64_t channels, const T* image, T* col) {
-  const int64_t image_size = w.image_size(), rows = w.kernel_size() * w.position_count();
+template <typename T> void im2col(const Window& w, int64_t channels, const T* image, T* col, int64_t ld) {
+  const int64_t image_size = w.image_size(), positions = w.position_count(), rows = w.kernel_size() * positions;
   const int64_t run = w.positions.back();
+  if (ld < 0) ld = positions;
 #pragma omp parallel for if (worth_parallel(static_cast <double>(channels * rows)))
   for (int64_t c = 0; c < channels; ++c) {
     const T* img = image + c * image_size;
-    T* cc = col + c * rows;
+    T* cc = col + c * w.kernel_size() * ld;
     for_each_segment(w, [&](int64_t col_offset, int64_t image_offset, int64_t lo, int64_t hi, int64_t s) {
-      T* dst = cc + col_offset;
+      // A segment never crosses a row: rows are whole multiples of the run length.
+      T* dst = ld == positions ? cc + col_offset : cc + col_offset / positions * ld + col_offset % positions;
       if (image_offset < 0) {
         std::fill(dst, dst + run, T(0));
         return;
@@ -256,7 +258,7 @@ int item_threads(int64_t count, double work) {
 }
 
 #define D5_INSTANTIATE(T)                                                  \
-  template void im2col<T>(const Window&, int64_t, const T*, T*);           \
+  template void im2col<T>(const Window&, int64_t, const T*, T*, int64_t);  \
   template void col2im<T>(const Window&, int64_t, const T*, T*);           \
   template void bias_gradient<T>(const T*, int64_t, int64_t, int64_t, T*); \
   template void sum_partials<T>(const std::vector<T>&, int, int64_t, T*);

@@ -71,8 +71,10 @@ ConvDims conv_dims(const OpSpec& spec, bool transposed);
 Window transposed_window(const OpSpec& spec, const ConvDims& d);
 
 // col has channels * kernel_size() rows and position_count() columns: row (c, t) holds, for every
-// window position, the value of channel c under kernel tap t (0 in the padding).
-template <typename T> void im2col(const Window& w, int64_t channels, const T* image, T* col);
+// window position, the value of channel c under kernel tap t (0 in the padding). ld is the
+// distance between rows (default: position_count()), so that the columns of several images can
+// sit side by side in one wider matrix.
+template <typename T> void im2col(const Window& w, int64_t channels, const T* image, T* col, int64_t ld = -1);
 // The adjoint of im2col: overwrites image with the sum of the col entries that read each element.
 template <typename T> void col2im(const Window& w, int64_t channels, const T* col, T* image);
 
@@ -149,6 +151,14 @@ template <typename Derived> class ConvLikeOp : public ReferenceOp {
     std::vector<bool> m(spec_.inputs.size(), true);
     if (m.size() > 2) m[2] = d_.bias;
     return m;
+  }
+
+  // One im2col matrix per thread that forward runs on.
+  int64_t workspace_bytes() const override {
+    if (direct_) return 0;
+    const int threads = item_threads(d_.n * d_.group, flops() / 2);
+    return threads * static_cast<const Derived&>(*this).col_size() *
+           static_cast<int64_t>(dtype_size(spec_.inputs[0].dtype));
   }
 
   void backward(std::span<const Tensor> gy, std::span<const Tensor> in, std::span<const Tensor>,

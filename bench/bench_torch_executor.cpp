@@ -1,0 +1,310 @@
+// TorchExecutor training step against a hand-written LibTorch training step of the same network:
+// LeNet-5 at batch 64 and ResNet-18 (ImageNet shapes) at batch 16. One model description (a
+// template over two interpreters) builds the d5 Network and runs the ATen forward, so both sides
+// compute exactly the same layers with the same parameter values; the first step of each is
+// checked to give the same loss before anything is timed.
+//
+// A step is: forward, loss, backward, gradients available. The executor's step is
+// inference_and_backprop (gradients land in the network's d5 tensors); the hand-written one sets
+// the parameters' .grad to none (torch's zero_grad default), runs the ATen ops and
+// loss.backward(). Rounds alternate which side goes first, in one process, so load changes hit
+// both alike; the ratio of each round's medians gives a median with its 95% CI. Target: <= 1.03.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "bench_util.h"
+#include "deep500/graph_executor.h"
+#include "deep500/manifest.h"
+#include "deep500/network.h"
+#include "deep500/op_registry.h"
+#include "deep500/rng.h"
+
+namespace {
+
+using namespace d5;
+using namespace d5::bench;
+
+std::vector<int64_t> ints(std::initializer_list<int64_t> v) { return v; }
+
+// The d5 interpreter: each layer adds nodes (and parameters, drawn uniformly in +-1/sqrt(fan_in))
+// to the network; values are tensor names.
+struct D5Model {
+  using T = std::string;
+  Network& net;
+  RngStream rng{0x1e7, "bench_torch_executor"};
+  int count = 0;
+
+  std::string fresh(const std::string& kind) { return fmt::format("{}{}", kind, ++count); }
+  std::string param(const std::string& name, const Shape& shape, int64_t fan_in, bool is_param = true,
+                    double fill = std::numeric_limits<double>::quiet_NaN()) {
+    Tensor t(DType::f32, shape);
+    const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::isnan(fill) ? rng.uniform(-bound, bound) : fill);
+    net.feed_tensor(name, t, is_param);
+    return name;
+  }
+  T node(const std::string& type, std::vector<std::string> in, Attributes attrs = {}) {
+    const std::string name = fresh(type);
+    net.add_node({name, type, "", std::move(attrs), std::move(in), {name + "_out"}});
+    return name + "_out";
+  }
+  T conv(const T& x, int64_t cin, int64_t cout, int64_t k, int64_t stride, int64_t pad, bool bias) {
+    const std::string n = fresh("conv");
+    std::vector<std::string> in{x, param(n + "_w", Shape{cout, cin, k, k}, cin * k * k)};
+    if (bias) in.push_back(param(n + "_b", Shape{cout}, cin * k * k));
+    return node("Conv", in,
+                Attributes{{"strides", ints({stride, stride})}, {"pads", ints({pad, pad, pad, pad})},
+                           {"kernel_shape", ints({k, k})}});
+  }
+  T batch_norm(const T& x, int64_t c) {
+    const std::string n = fresh("bn");
+    return node("BatchNormalization",
+                {x, param(n + "_scale", Shape{c}, 1, true, 1), param(n + "_bias", Shape{c}, 1, true, 0),
+                 param(n + "_mean", Shape{c}, 1, false, 0), param(n + "_var", Shape{c}, 1, false, 1)},
+                Attributes{{"training_mode", int64_t{1}}});
+  }
+  T relu(const T& x) { return node("Relu", {x}); }
+  T max_pool(const T& x, int64_t k, int64_t stride, int64_t pad) {
+    return node("MaxPool", {x},
+                Attributes{{"kernel_shape", ints({k, k})}, {"strides", ints({stride, stride})},
+                           {"pads", ints({pad, pad, pad, pad})}});
+  }
+  T add(const T& a, const T& b) { return node("Add", {a, b}); }
+  T global_avg_pool(const T& x) { return node("GlobalAveragePool", {x}); }
+  T flatten(const T& x) { return node("Flatten", {x}); }
+  T fc(const T& x, int64_t in, int64_t out) {
+    const std::string n = fresh("fc");
+    return node("Gemm", {x, param(n + "_w", Shape{out, in}, in), param(n + "_b", Shape{out}, in)},
+                Attributes{{"transB", int64_t{1}}});
+  }
+  T loss(const T& logits, const T& labels) { return node("SoftmaxCrossEntropyLoss", {logits, labels}); }
+};
+
+// The hand-written interpreter: ATen calls on leaf tensors holding the same parameter values (the
+// names come out in the same order as D5Model's).
+struct AtenModel {
+  using T = at::Tensor;
+  const std::map<std::string, at::Tensor>& params;
+  int count = 0;
+
+  std::string fresh(const std::string& kind) { return fmt::format("{}{}", kind, ++count); }
+  const at::Tensor& p(const std::string& name) const { return params.at(name); }
+  T conv(const T& x, int64_t, int64_t, int64_t, int64_t stride, int64_t pad, bool bias) {
+    const std::string n = fresh("conv");
+    ++count;  // D5Model counts the node too
+    return at::conv2d(x, p(n + "_w"), bias ? p(n + "_b") : at::Tensor(), {stride, stride}, {pad, pad});
+  }
+  T batch_norm(const T& x, int64_t) {
+    const std::string n = fresh("bn");
+    ++count;
+    return at::batch_norm(x, p(n + "_scale"), p(n + "_bias"), {}, {}, true, 0.1, 1e-5, true);
+  }
+  T relu(const T& x) {
+    ++count;
+    return at::relu(x);
+  }
+  T max_pool(const T& x, int64_t k, int64_t stride, int64_t pad) {
+    ++count;
+    return at::max_pool2d(x, {k, k}, {stride, stride}, {pad, pad});
+  }
+  T add(const T& a, const T& b) {
+    ++count;
+    return a + b;
+  }
+  T global_avg_pool(const T& x) {
+    ++count;
+    return at::adaptive_avg_pool2d(x, {1, 1});
+  }
+  T flatten(const T& x) {
+    ++count;
+    return x.flatten(1);
+  }
+  T fc(const T& x, int64_t, int64_t) {
+    const std::string n = fresh("fc");
+    ++count;
+    return at::linear(x, p(n + "_w"), p(n + "_b"));
+  }
+  T loss(const T& logits, const T& labels) {
+    ++count;
+    return at::cross_entropy_loss(logits, labels);
+  }
+};
+
+// LeNet-5 on 28x28 images (the first convolution pads by 2, as for MNIST).
+template <class M>
+typename M::T lenet5(M& m, const typename M::T& x, const typename M::T& labels) {
+  auto h = m.max_pool(m.relu(m.conv(x, 1, 6, 5, 1, 2, true)), 2, 2, 0);
+  h = m.max_pool(m.relu(m.conv(h, 6, 16, 5, 1, 0, true)), 2, 2, 0);
+  h = m.flatten(h);
+  h = m.relu(m.fc(h, 16 * 5 * 5, 120));
+  h = m.relu(m.fc(h, 120, 84));
+  return m.loss(m.fc(h, 84, 10), labels);
+}
+
+// ResNet-18: basic blocks of two 3x3 convolutions with batch normalization; 1x1 projections where
+// the shape changes.
+template <class M>
+typename M::T basic_block(M& m, const typename M::T& x, int64_t cin, int64_t cout, int64_t stride) {
+  auto h = m.relu(m.batch_norm(m.conv(x, cin, cout, 3, stride, 1, false), cout));
+  h = m.batch_norm(m.conv(h, cout, cout, 3, 1, 1, false), cout);
+  const auto skip = stride != 1 || cin != cout ? m.batch_norm(m.conv(x, cin, cout, 1, stride, 0, false), cout) : x;
+  return m.relu(m.add(h, skip));
+}
+
+template <class M>
+typename M::T resnet18(M& m, const typename M::T& x, const typename M::T& labels) {
+  auto h = m.max_pool(m.relu(m.batch_norm(m.conv(x, 3, 64, 7, 2, 3, false), 64)), 3, 2, 1);
+  int64_t cin = 64;
+  for (const int64_t c : {64, 128, 256, 512}) {
+    h = basic_block(m, h, cin, c, c == 64 ? 1 : 2);
+    h = basic_block(m, h, c, c, 1);
+    cin = c;
+  }
+  h = m.flatten(m.global_avg_pool(h));
+  return m.loss(m.fc(h, 512, 1000), labels);
+}
+
+struct Workload {
+  std::string name;
+  Shape input;
+  int64_t classes;
+  std::function<std::string(D5Model&, const std::string&, const std::string&)> build;
+  std::function<at::Tensor(AtenModel&, const at::Tensor&, const at::Tensor&)> forward;
+};
+
+at::Tensor aten_of(const Tensor& t) {
+  return at::from_blob(const_cast<void*>(t.data()), t.shape().dims(),
+                       at::TensorOptions().dtype(t.dtype() == DType::i64 ? at::kLong : at::kFloat));
+}
+
+struct Measured {
+  std::vector<double> ratios;
+  double executor_median = 0, hand_median = 0, zero_grad_median = 0;
+  int runs = 0;
+};
+
+Measured measure(const Workload& w, int rounds, double round_seconds) {
+  Network net(w.name);
+  D5Model dm{net};
+  net.add_input("x", TensorDesc{DType::f32, w.input});
+  net.add_input("labels", TensorDesc{DType::i64, Shape{w.input[0]}});
+  const std::string loss = w.build(dm, "x", "labels");
+  net.infer();
+
+  Tensor x(DType::f32, w.input), labels(DType::i64, Shape{w.input[0]});
+  RngStream r(7, w.name);
+  for (int64_t i = 0; i < x.numel(); ++i) x.set(i, r.uniform(-1, 1));
+  for (int64_t i = 0; i < labels.numel(); ++i) labels.set(i, static_cast<double>(r.below(w.classes)));
+  const TensorMap feeds{{"x", x}, {"labels", labels}};
+  auto ex = make_executor(net, "torch");
+  D5_CHECK(ex->fallbacks().empty(), Internal, "{}: the torch executor falls back on node {}", w.name,
+           ex->fallbacks()[0].first);
+
+  std::map<std::string, at::Tensor> params;
+  for (const auto& name : net.get_params()) params[name] = aten_of(net.fetch_tensor(name)).clone().requires_grad_(true);
+  const at::Tensor ax = aten_of(x), alabels = aten_of(labels);
+  at::Tensor hand_loss;
+  auto hand_step = [&] {
+    for (auto& [name, t] : params) t.mutable_grad().reset();
+    AtenModel am{params};
+    hand_loss = w.forward(am, ax, alabels);
+    hand_loss.backward();
+  };
+  auto executor_step = [&] { ex->inference_and_backprop(feeds, loss); };
+
+  // Same computation: the first steps' losses and one gradient agree.
+  executor_step();
+  hand_step();
+  const double d5_loss = net.fetch_tensor(loss).get(0), aten_loss = hand_loss.item<double>();
+  D5_CHECK(std::abs(d5_loss - aten_loss) <= 1e-4 * std::abs(aten_loss) + 1e-5, Internal,
+           "{}: executor loss {} differs from the hand-written step's {}", w.name, d5_loss, aten_loss);
+  const std::string first_w = net.get_params().front();
+  const Tensor g = net.fetch_tensor(Network::gradient_name(first_w));
+  D5_CHECK(at::allclose(aten_of(g), params.at(first_w).grad(), 1e-3, 1e-5), Internal,
+           "{}: gradients of '{}' differ between the executor and the hand-written step", w.name, first_w);
+
+  // What landing gradients in the network's tensors costs beyond autograd: zeroing them per step.
+  std::vector<at::Tensor> grads;
+  for (const auto& [p, gname] : net.gradient()) grads.push_back(aten_of(net.fetch_tensor(gname)));
+  Measured m;
+  m.zero_grad_median = median(hand_loop([&] {
+    for (auto& t : grads) t.zero_();
+  }, 20));
+
+  const double probe = median(hand_loop(hand_step, 2));
+  m.runs = static_cast<int>(std::clamp(round_seconds / probe, 1.0, 200.0));
+  std::vector<double> e_meds, h_meds;
+  for (int round = 0; round <= rounds; ++round) {
+    std::vector<double> e, h;
+    if (round % 2 == 0) {
+      e = hand_loop(executor_step, m.runs);
+      h = hand_loop(hand_step, m.runs);
+    } else {
+      h = hand_loop(hand_step, m.runs);
+      e = hand_loop(executor_step, m.runs);
+    }
+    if (round == 0) continue;  // warms allocators and caches for both sides
+    m.ratios.push_back(median(e) / median(h));
+    e_meds.push_back(median(e));
+    h_meds.push_back(median(h));
+  }
+  m.executor_median = median(e_meds);
+  m.hand_median = median(h_meds);
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  set_invocation(argc, argv);
+  const Args args(argc, argv,
+                  {{"networks", "lenet5,resnet18"}, {"rounds", "10"}, {"round-seconds", "1"},
+                   {"resnet-image", "224"}, {"json", ""}});
+  register_builtin_operators();
+  const int rounds = args.integer("rounds");
+  D5_CHECK_ARG(rounds >= 6, "--rounds must be >= 6 for a 95% CI of the median, got {}", rounds);
+  const int64_t image = args.integer("resnet-image");
+  const std::vector<Workload> all{
+      {"lenet5", Shape{64, 1, 28, 28}, 10,
+       [](D5Model& m, const std::string& x, const std::string& l) { return lenet5(m, x, l); },
+       [](AtenModel& m, const at::Tensor& x, const at::Tensor& l) { return lenet5(m, x, l); }},
+      {"resnet18", Shape{16, 3, image, image}, 1000,
+       [](D5Model& m, const std::string& x, const std::string& l) { return resnet18(m, x, l); },
+       [](AtenModel& m, const at::Tensor& x, const at::Tensor& l) { return resnet18(m, x, l); }}};
+
+  Results res;
+  std::cout << fmt::format("threads: {} (ATen); rounds: {}; ratio = executor step / hand-written step\n",
+                           at::get_num_threads(), rounds);
+  for (const auto& name : args.list("networks")) {
+    const auto w = std::find_if(all.begin(), all.end(), [&](const Workload& x) { return x.name == name; });
+    D5_CHECK_ARG(w != all.end(), "unknown network '{}' (lenet5, resnet18)", name);
+    const auto m = measure(*w, rounds, args.number("round-seconds"));
+    std::cout << fmt::format(
+        "{:<9} batch {:>3}  executor {:>9.3f} ms  hand-written {:>9.3f} ms  ({} runs/round)  ratio {}  (target <= "
+        "1.03)\n",
+        w->name, w->input[0], m.executor_median * 1e3, m.hand_median * 1e3, m.runs, with_ci(m.ratios));
+    std::cout << fmt::format("          zeroing the network's gradient tensors: {:.3f} ms per step ({:.2f}% of the "
+                             "hand-written step)\n",
+                             m.zero_grad_median * 1e3, 100 * m.zero_grad_median / m.hand_median);
+    res.cases.push_back(ratio_case(w->name, "torch", {{"batch", w->input[0]}, {"input", w->input.to_string()}},
+                                   m.ratios,
+                                   {{"target", "<= 1.03"},
+                                    {"executor_median_s", m.executor_median},
+                                    {"hand_written_median_s", m.hand_median},
+                                    {"zero_grad_median_s", m.zero_grad_median},
+                                    {"runs_per_round", m.runs}}));
+    res.cases.back().level = "L1";
+  }
+  if (!args.str("json").empty()) {
+    res.manifest = make_manifest({});
+    write_results(args.str("json"), res);
+  }
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "d5_bench_torch_executor: " << e.what() << "\n";
+  return 2;
+}

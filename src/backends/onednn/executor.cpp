@@ -1,0 +1,16 @@
+// The oneDNN graph executor: the operator executor preferring oneDNN's operators, with the
+// reference implementation for every node oneDNN refuses (the fallback list says which and why).
+#include "deep500/operator_executor.h"
+
+namespace d5::onednn {
+
+void register_executor() {
+  d5::register_executor("onednn", [](Network& network, const ExecutorOptions& o) -> std::unique_ptr<GraphExecutor> {
+    OperatorExecutorOptions options;
+    options.workspace_limit = o.workspace_limit;
+    return std::make_unique<OperatorExecutor>(network, "onednn", std::vector<std::string>{"onednn", "reference"},
+                                              options);
+  });
+}
+
+}  // namespace d5::onednn

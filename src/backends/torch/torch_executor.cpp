@@ -1,0 +1,378 @@
+#include "torch_executor.h"
+
+#include <ATen/Context.h>
+#include <c10/core/InferenceMode.h>
+#include <fmt/format.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include "backward_events.h"
+#include "deep500/error.h"
+#include "deep500/memory.h"
+#include "deep500/op_registry.h"
+#include "operator_autograd.h"
+#include "torch_op.h"
+
+namespace d5::torch_backend {
+
+// One node of the network, in execution order.
+struct TorchExecutor::Step {
+  const Node* node = nullptr;
+  std::unique_ptr<Operator> op;
+  TorchOp* torch = nullptr;           // op, when the torch backend runs the node (else a fallback)
+  std::vector<int> in;                // slot of each spec input; -1 where absent
+  std::vector<int> out;               // slot of each operator output; -1 where the node names none
+  std::vector<at::ScalarType> out_type;
+  std::vector<bool> wanted;           // outputs the node names (kernels may skip the others' work)
+  std::vector<int> release;           // slots nothing reads after this step
+  bool for_outputs = false;           // a graph output depends on it (inference runs only these)
+};
+
+// A value the steps read that no step computes: a parameter (re-bound to the network's buffer at
+// each run) or a constant / folded value (bound when planned: changing one changes the network's
+// version, which plans again).
+struct TorchExecutor::Binding {
+  std::string name;
+  int slot = -1;
+  bool param = false;
+  bool trainable = false;  // a floating-point parameter: an autograd leaf in training
+  Tensor held;             // the d5 tensor viewed (keeps its buffer alive while viewed)
+  at::Tensor value;
+  Tensor grad;             // trainable: the network's gradient tensor autograd accumulates into
+  at::Tensor grad_view;
+};
+
+namespace {
+
+// An event asked to stop during backward; the autograd engine hands it back to the caller.
+struct StopBackward : std::exception {
+  const char* what() const noexcept override { return "stopped by an executor event"; }
+};
+
+at::Tensor view_keeping(const Tensor& t) {
+  if (t.numel() == 0) return at::empty(dims_of(t.shape()), at::TensorOptions().dtype(scalar_type(t.dtype())));
+  // The deleter holds a reference to the d5 buffer: autograd may keep the view past the run.
+  return at::from_blob(const_cast<void*>(t.data()), dims_of(t.shape()), [keep = t](void*) {},
+                       at::TensorOptions().dtype(scalar_type(t.dtype())));
+}
+
+// d5 views of ATen tensors for events; non-contiguous ones (expanded gradients) are copied first
+// and kept here while the views are in use.
+struct EventViews {
+  std::vector<at::Tensor> kept;
+  std::vector<Tensor> views;
+  explicit EventViews(const std::vector<at::Tensor>& ts) {
+    for (const auto& t : ts) {
+      kept.push_back(t.defined() ? t.contiguous() : t);
+      views.push_back(t.defined() ? d5_view(kept.back()) : Tensor());
+    }
+  }
+};
+
+// Puts at::Context's deterministic-algorithms flag as the options ask for the duration of a run.
+class DeterminismScope {
+ public:
+  explicit DeterminismScope(bool deterministic) : before_(at::globalContext().deterministicAlgorithms()) {
+    if (deterministic != before_) at::globalContext().setDeterministicAlgorithms(deterministic, false);
+  }
+  ~DeterminismScope() {
+    if (at::globalContext().deterministicAlgorithms() != before_)
+      at::globalContext().setDeterministicAlgorithms(before_, false);
+  }
+  DeterminismScope(const DeterminismScope&) = delete;
+  DeterminismScope& operator=(const DeterminismScope&) = delete;
+
+ private:
+  bool before_;
+};
+
+}  // namespace
+
+TorchExecutor::TorchExecutor(Network& network, const ExecutorOptions& options)
+    : GraphExecutor(network), options_(options) {
+  register_builtin_operators();
+  plan();
+}
+
+TorchExecutor::~TorchExecutor() = default;
+
+void TorchExecutor::plan() {
+  Network& net = network_;
+  net.infer();
+  steps_.clear();
+  bindings_.clear();
+  slot_of_.clear();
+  input_slots_.clear();
+  fallbacks_.clear();
+  auto slot = [&](const std::string& name) { return slot_of_.try_emplace(name, int(slot_of_.size())).first->second; };
+  for (const auto& name : net.inputs()) input_slots_.emplace_back(name, slot(name));
+
+  std::vector<bool> produced;
+  for (const Node* node : net.topological_order()) {
+    if (net.is_folded(node->name)) continue;
+    const OpSpec& spec = net.spec(node->name);
+    Step s;
+    s.node = node;
+    std::vector<Refusal> refusals;
+    s.op = OpRegistry::global().create_with_fallback(spec, {"torch", "reference"}, &refusals);
+    s.torch = dynamic_cast<TorchOp*>(s.op.get());
+    if (!s.torch) {
+      std::string why;
+      for (const auto& r : refusals) why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", r.implementation, r.reason);
+      if (why.empty()) why = fmt::format("{} has no ATen kernel; it runs its own forward and backward",
+                                         s.op->implementation());
+      fallbacks_.emplace_back(node->name, why);
+    }
+    for (size_t i = 0; i < spec.inputs.size(); ++i) s.in.push_back(spec.has_input(i) ? slot(node->inputs[i]) : -1);
+    const auto& descs = s.op->output_descs();
+    for (size_t k = 0; k < descs.size(); ++k) {
+      const bool named = k < node->outputs.size() && !node->outputs[k].empty();
+      s.out.push_back(named ? slot(node->outputs[k]) : -1);
+      s.out_type.push_back(scalar_type(descs[k].dtype));
+      s.wanted.push_back(named);
+    }
+    steps_.push_back(std::move(s));
+  }
+  for (const auto& name : net.outputs()) slot(name);
+
+  // What the graph outputs depend on, walking producers back from them.
+  std::vector<bool> needed(slot_of_.size(), false);
+  for (const auto& name : net.outputs()) needed[static_cast<size_t>(slot_of_.at(name))] = true;
+  for (auto s = steps_.rbegin(); s != steps_.rend(); ++s) {
+    for (int o : s->out) s->for_outputs = s->for_outputs || (o >= 0 && needed[static_cast<size_t>(o)]);
+    if (s->for_outputs)
+      for (int i : s->in)
+        if (i >= 0) needed[static_cast<size_t>(i)] = true;
+  }
+
+  // Values no step computes.
+  std::vector<bool> computed(slot_of_.size(), false);
+  for (const auto& [name, i] : input_slots_) computed[static_cast<size_t>(i)] = true;
+  for (const auto& s : steps_)
+    for (int o : s.out)
+      if (o >= 0) computed[static_cast<size_t>(o)] = true;
+  keep_.assign(slot_of_.size(), false);
+  for (const auto& [name, i] : slot_of_) {
+    if (computed[static_cast<size_t>(i)]) continue;
+    keep_[static_cast<size_t>(i)] = true;
+    Binding b;
+    b.name = name;
+    b.slot = i;
+    if (net.is_param(name)) {
+      b.param = true;
+      b.trainable = is_floating(net.desc(name).dtype);
+    } else {
+      const Tensor* known = net.known_value(name);
+      D5_CHECK(known != nullptr, Internal, "network '{}': '{}' has no value and nothing computes it", net.name(),
+               name);
+      b.held = *known;
+      b.value = view_keeping(b.held);
+      ++wrap_count_;
+    }
+    bindings_.push_back(std::move(b));
+  }
+
+  // Graph outputs stay; every other computed value goes after its last reader.
+  for (const auto& name : net.outputs()) keep_[static_cast<size_t>(slot_of_.at(name))] = true;
+  std::vector<int> last_reader(slot_of_.size(), -1);
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    for (int i : steps_[k].in)
+      if (i >= 0) last_reader[static_cast<size_t>(i)] = static_cast<int>(k);
+  }
+  for (size_t i = 0; i < last_reader.size(); ++i)
+    if (last_reader[i] >= 0 && !keep_[i]) steps_[static_cast<size_t>(last_reader[i])].release.push_back(int(i));
+
+  env_.assign(slot_of_.size(), at::Tensor());
+  planned_version_ = net.version();
+  planned_ = true;
+  ++plan_count_;
+}
+
+void TorchExecutor::bind_values(bool training) {
+  for (auto& b : bindings_) {
+    if (!b.param) {
+      env_[static_cast<size_t>(b.slot)] = b.value;
+      continue;
+    }
+    const Tensor current = network_.fetch_tensor(b.name);
+    if (!b.value.defined() || current.data() != b.held.data() || current.desc() != b.held.desc()) {
+      b.held = current;
+      b.value = view_keeping(current);
+      if (b.trainable) b.value.requires_grad_(true);
+      b.grad_view = at::Tensor();
+      ++wrap_count_;
+    }
+    if (training && b.trainable) {
+      // The gradient lands in the tensor the network holds under the gradient name; a new one is
+      // made (once) when there is none of the right descriptor.
+      const std::string gname = Network::gradient_name(b.name);
+      Tensor g = network_.has_value(gname) ? network_.fetch_tensor(gname) : Tensor();
+      if (!g.defined() || g.desc() != current.desc() || g.is_view()) {
+        g = Tensor(current.desc());
+        network_.feed_tensor(gname, g);
+      }
+      if (!b.grad_view.defined() || g.data() != b.grad.data()) {
+        b.grad = g;
+        b.grad_view = view_keeping(g);
+      }
+      b.value.mutable_grad() = b.grad_view;
+    }
+    env_[static_cast<size_t>(b.slot)] = b.value;
+  }
+}
+
+void TorchExecutor::bind_feeds(const TensorMap& feeds) {
+  for (const auto& [name, i] : input_slots_) env_[static_cast<size_t>(i)] = view_of(feeds.at(name));
+}
+
+bool TorchExecutor::forward(bool training, int keep_slot) {
+  const bool events = !events_.empty();
+  for (auto& s : steps_) {
+    if (!training && !s.for_outputs) continue;
+    Call c;
+    c.in.resize(s.in.size());
+    for (size_t i = 0; i < s.in.size(); ++i)
+      if (s.in[i] >= 0) c.in[i] = env_[static_cast<size_t>(s.in[i])];
+    c.wanted = s.wanted;
+    c.replay = c.fresh = training;
+    if (events) {
+      if (!fire_before_operator(*s.node, Pass::forward, EventViews(c.in).views)) return false;
+      if (training)
+        c.in = observe_gradients(c.in, [this, node = s.node](const std::vector<at::Tensor>& g) {
+          if (!fire_after_operator(*node, Pass::backward, EventViews(g).views)) throw StopBackward();
+        });
+    }
+    std::vector<at::Tensor> res = s.torch ? s.torch->run_aten(c) : run_operator(*s.op, c.in);
+    for (size_t k = 0; k < res.size(); ++k) {
+      if (s.out[k] < 0) continue;
+      if (res[k].scalar_type() != s.out_type[k]) res[k] = res[k].to(s.out_type[k]);
+      // Kernels read their inputs as the contiguous views TorchOp gives them.
+      if (!res[k].is_contiguous()) res[k] = res[k].contiguous();
+    }
+    if (events) {
+      if (training)
+        res = observe_gradients(res, [this, node = s.node](const std::vector<at::Tensor>& g) {
+          if (!fire_before_operator(*node, Pass::backward, EventViews(g).views)) throw StopBackward();
+        });
+      if (!fire_after_operator(*s.node, Pass::forward, EventViews(res).views)) return false;
+    }
+    for (size_t k = 0; k < res.size(); ++k)
+      if (s.out[k] >= 0) env_[static_cast<size_t>(s.out[k])] = std::move(res[k]);
+    for (int i : s.release)
+      if (i != keep_slot) env_[static_cast<size_t>(i)] = at::Tensor();
+  }
+  return true;
+}
+
+TensorMap TorchExecutor::store_outputs(const std::vector<std::string>& names) {
+  TensorMap out;
+  for (const auto& name : names) {
+    const at::Tensor& v = env_[static_cast<size_t>(slot_of_.at(name))];
+    if (!v.defined()) continue;  // not computed: the run stopped first
+    Tensor t = Tensor::uninitialized(network_.desc(name));
+    if (t.numel() > 0) view_of(t).copy_(v.detach());
+    network_.feed_tensor(name, t);
+    out[name] = t;
+  }
+  return out;
+}
+
+void TorchExecutor::backward(const at::Tensor& loss) {
+  for (auto& b : bindings_)
+    if (b.trainable) b.grad_view.zero_();
+  // A loss that no parameter reaches leaves every gradient zero.
+  if (!loss.requires_grad()) return;
+  try {
+    loss.backward();
+  } catch (const StopBackward&) {
+    stopped_ = true;
+  } catch (const c10::Error& e) {
+    if (stopped_) return;  // the engine may wrap what a hook threw
+    D5_THROW(InvalidArgument, "network '{}': backward (torch): {}", network_.name(), e.what_without_backtrace());
+  }
+}
+
+TensorMap TorchExecutor::inference(const TensorMap& feeds) {
+  if (!planned_ || network_.version() != planned_version_) plan();
+  check_feeds(feeds);
+  const DeterminismScope determinism(options_.deterministic);
+  reset_peak_rss();
+  fire_before_executor(feeds);
+  bind_values(false);
+  bind_feeds(feeds);
+  TensorMap outputs;
+  bool done = false;
+  {
+    c10::InferenceMode guard;
+    done = forward(false, -1);
+    outputs = store_outputs(network_.outputs());
+  }
+  std::fill(env_.begin(), env_.end(), at::Tensor());
+  if (done) fire_after_inference(outputs);
+  fire_after_executor(outputs);
+  return outputs;
+}
+
+TensorMap TorchExecutor::inference_and_backprop(const TensorMap& feeds, const std::string& loss) {
+  if (!planned_ || network_.version() != planned_version_) plan();
+  check_feeds(feeds);
+  auto loss_slot = slot_of_.find(loss);
+  D5_CHECK_ARG(loss_slot != slot_of_.end(),
+               "network '{}': loss '{}' is not a tensor the network computes (name a node output)",
+               network_.name(), loss);
+  const TensorDesc& loss_desc = network_.desc(loss);
+  D5_CHECK_ARG(loss_desc.numel() == 1 && is_floating(loss_desc.dtype),
+               "network '{}': loss '{}' must be one floating-point value, but it is {}", network_.name(), loss,
+               loss_desc.to_string());
+  const DeterminismScope determinism(options_.deterministic);
+  reset_peak_rss();
+  fire_before_executor(feeds);
+  bind_values(true);
+  bind_feeds(feeds);
+  TensorMap outputs;
+  {
+    at::AutoGradMode grad_mode(true);
+    const bool done = forward(true, loss_slot->second);
+    auto names = network_.outputs();
+    if (std::find(names.begin(), names.end(), loss) == names.end()) names.push_back(loss);
+    outputs = store_outputs(names);
+    if (done) {
+      fire_after_inference(outputs);
+      backward(env_[static_cast<size_t>(loss_slot->second)]);
+    }
+  }
+  std::fill(env_.begin(), env_.end(), at::Tensor());
+  if (!stopped_) {
+    TensorMap gradients;
+    for (const auto& b : bindings_)
+      if (b.trainable) gradients[Network::gradient_name(b.name)] = b.grad;
+    fire_after_backprop(gradients);
+  }
+  fire_after_executor(outputs);
+  return outputs;
+}
+
+std::map<std::string, std::string> TorchExecutor::implementations() const {
+  std::map<std::string, std::string> out;
+  for (const auto& s : steps_) {
+    if (s.torch) {
+      out[s.node->name] = s.op->implementation();
+      continue;
+    }
+    std::string why;
+    for (const auto& [node, reason] : fallbacks_)
+      if (node == s.node->name) why = reason;
+    out[s.node->name] = fmt::format("{} (fallback: {})", s.op->implementation(), why);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> TorchExecutor::fallbacks() const { return fallbacks_; }
+
+ExecutorMemory TorchExecutor::memory() const {
+  ExecutorMemory m;
+  m.peak_rss_bytes = peak_rss_bytes();
+  return m;
+}
+
+}  // namespace d5::torch_backend

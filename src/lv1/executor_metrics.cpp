@@ -1,0 +1,395 @@
+#include "deep500/executor_metrics.h"
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "deep500/error.h"
+#include "deep500/op_registry.h"
+#include "deep500/reporter.h"
+#include "deep500/rng.h"
+#include "deep500/standard_metrics.h"
+#include "deep500/statistics.h"
+#include "deep500/timer.h"
+
+namespace d5 {
+
+namespace {
+
+const char* pass_name(Pass p) { return p == Pass::forward ? "forward" : "backward"; }
+
+double median_of(const std::vector<double>& v) { return v.empty() ? 0 : percentile(v, 50); }
+
+MetricRecord record(const std::string& name, const std::string& unit, std::vector<double> samples,
+                    nlohmann::json info = nlohmann::json::object()) {
+  MetricRecord r;
+  r.name = name;
+  r.unit = unit;
+  r.samples = std::move(samples);
+  if (!r.samples.empty()) r.summary = summarize(r.samples);
+  r.info = std::move(info);
+  return r;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- breakdown
+
+void NodeTimer::before_executor(const TensorMap&) { call_start_ = wall_now_ns(); }
+
+bool NodeTimer::before_operator(const Node&, Pass, std::span<const Tensor>) {
+  op_start_ = wall_now_ns();
+  return true;
+}
+
+bool NodeTimer::after_operator(const Node& node, Pass pass, std::span<const Tensor>) {
+  const double s = static_cast<double>(wall_now_ns() - op_start_) * 1e-9;
+  auto key = std::make_pair(node.name, pass);
+  auto it = samples_.find(key);
+  if (it == samples_.end()) {
+    it = samples_.emplace(key, NodeSamples{node.op_type, {}}).first;
+    order_.push_back(key);
+  }
+  it->second.seconds.push_back(s);
+  return true;
+}
+
+void NodeTimer::after_executor(const TensorMap&) {
+  calls_.push_back(static_cast<double>(wall_now_ns() - call_start_) * 1e-9);
+}
+
+void NodeTimer::reset() {
+  samples_.clear();
+  order_.clear();
+  calls_.clear();
+}
+
+Breakdown breakdown(const NodeTimer& timer, const std::map<std::string, std::string>& implementations) {
+  D5_CHECK_ARG(!timer.executor_seconds().empty() && !timer.samples().empty(),
+               "breakdown: the NodeTimer recorded no executor call; attach it with add_event and run first");
+  Breakdown b;
+  b.calls = static_cast<int64_t>(timer.executor_seconds().size());
+  b.executor_seconds = median_of(timer.executor_seconds());
+  const double total = b.executor_seconds > 0 ? b.executor_seconds : 1;
+  std::map<std::pair<std::string, Pass>, BreakdownRow> by_type;
+  // Forward rows first, then backward, each in execution order.
+  for (Pass pass : {Pass::forward, Pass::backward}) {
+    for (const auto& key : timer.order()) {
+      if (key.second != pass) continue;
+      const auto& s = timer.samples().at(key);
+      BreakdownRow row;
+      row.name = key.first;
+      row.op_type = s.op_type;
+      auto impl = implementations.find(key.first);
+      if (impl != implementations.end()) row.implementation = impl->second;
+      row.pass = pass;
+      row.seconds = median_of(s.seconds);
+      row.percent = 100 * row.seconds / total;
+      b.operator_seconds += row.seconds;
+      BreakdownRow& t = by_type[{s.op_type, pass}];
+      if (t.name.empty()) {
+        t.name = t.op_type = s.op_type;
+        t.pass = pass;
+        t.nodes = 0;
+      }
+      ++t.nodes;
+      t.seconds += row.seconds;
+      t.percent += row.percent;
+      b.nodes.push_back(std::move(row));
+    }
+  }
+  for (auto& [k, row] : by_type) b.op_types.push_back(row);
+  std::sort(b.op_types.begin(), b.op_types.end(),
+            [](const BreakdownRow& x, const BreakdownRow& y) { return x.seconds > y.seconds; });
+  b.outside_percent = 100 * (b.executor_seconds - b.operator_seconds) / total;
+  return b;
+}
+
+nlohmann::json to_json(const Breakdown& b) {
+  auto rows = [](const std::vector<BreakdownRow>& v, bool per_node) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& r : v) {
+      nlohmann::json j = {{"op_type", r.op_type}, {"pass", pass_name(r.pass)}, {"seconds", r.seconds},
+                          {"percent", r.percent}};
+      if (per_node) {
+        j["node"] = r.name;
+        j["implementation"] = r.implementation;
+      } else {
+        j["nodes"] = r.nodes;
+      }
+      a.push_back(std::move(j));
+    }
+    return a;
+  };
+  return {{"calls", b.calls},
+          {"executor_seconds", b.executor_seconds},
+          {"operator_seconds", b.operator_seconds},
+          {"outside_operators_percent", b.outside_percent},
+          {"nodes", rows(b.nodes, true)},
+          {"op_types", rows(b.op_types, false)}};
+}
+
+Breakdown breakdown_from_json(const nlohmann::json& j) {
+  try {
+    Breakdown b;
+    b.calls = j.at("calls");
+    b.executor_seconds = j.at("executor_seconds");
+    b.operator_seconds = j.at("operator_seconds");
+    b.outside_percent = j.at("outside_operators_percent");
+    auto rows = [](const nlohmann::json& a, bool per_node) {
+      std::vector<BreakdownRow> v;
+      for (const auto& r : a) {
+        BreakdownRow row;
+        row.op_type = r.at("op_type");
+        row.pass = r.at("pass") == "forward" ? Pass::forward : Pass::backward;
+        row.seconds = r.at("seconds");
+        row.percent = r.at("percent");
+        if (per_node) {
+          row.name = r.at("node");
+          row.implementation = r.at("implementation");
+        } else {
+          row.name = row.op_type;
+          row.nodes = r.at("nodes");
+        }
+        v.push_back(std::move(row));
+      }
+      return v;
+    };
+    b.nodes = rows(j.at("nodes"), true);
+    b.op_types = rows(j.at("op_types"), false);
+    return b;
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(fmt::format("breakdown: {}", e.what()));
+  }
+}
+
+std::string format_breakdown(const Breakdown& b, size_t max_rows) {
+  std::string s = fmt::format("time per call {} (median of {} calls); {:.1f}% outside operators\n",
+                              format_seconds(b.executor_seconds), b.calls, b.outside_percent);
+  std::vector<BreakdownRow> top = b.nodes;
+  std::stable_sort(top.begin(), top.end(),
+                   [](const BreakdownRow& x, const BreakdownRow& y) { return x.seconds > y.seconds; });
+  if (top.size() > max_rows) top.resize(max_rows);
+  s += fmt::format("  {:<28} {:<22} {:<8} {:>10} {:>7}  {}\n", "node", "op", "pass", "time", "%", "implementation");
+  for (const auto& r : top)
+    s += fmt::format("  {:<28} {:<22} {:<8} {:>10} {:>6.1f}%  {}\n", r.name, r.op_type, pass_name(r.pass),
+                     format_seconds(r.seconds), r.percent, r.implementation);
+  if (b.nodes.size() > top.size()) s += fmt::format("  ... {} more nodes\n", b.nodes.size() - top.size());
+  s += fmt::format("  {:<22} {:<8} {:>6} {:>10} {:>7}\n", "op type", "pass", "nodes", "time", "%");
+  for (const auto& r : b.op_types)
+    s += fmt::format("  {:<22} {:<8} {:>6} {:>10} {:>6.1f}%\n", r.op_type, pass_name(r.pass), r.nodes,
+                     format_seconds(r.seconds), r.percent);
+  return s;
+}
+
+// ---------------------------------------------------------------- FrameworkOverhead
+
+namespace {
+
+// What the executor handed each operator: forward inputs, and for backward the upstream
+// gradients, copied so the individual runs see the same values.
+class CallRecorder : public ExecutorEvent {
+ public:
+  struct Call {
+    Node node;
+    std::vector<Tensor> inputs, grad_outputs;
+    bool backward = false;
+  };
+  std::vector<Call> calls;  // in forward order
+  bool before_operator(const Node& node, Pass pass, std::span<const Tensor> in) override {
+    if (pass == Pass::forward) {
+      Call c;
+      c.node = node;
+      for (const auto& t : in) c.inputs.push_back(t.defined() ? t.clone() : Tensor());
+      index_[node.name] = calls.size();
+      calls.push_back(std::move(c));
+    } else {
+      Call& c = calls.at(index_.at(node.name));
+      c.backward = true;
+      for (const auto& t : in) c.grad_outputs.push_back(t.defined() ? t.clone() : Tensor());
+    }
+    return true;
+  }
+
+ private:
+  std::map<std::string, size_t> index_;
+};
+
+// The primary metric of a round: the ratio the workload computed.
+class RoundRatio : public Metric {
+ public:
+  explicit RoundRatio(const double* value) : value_(value) {}
+  std::string name() const override { return "framework_overhead"; }
+  std::string unit() const override { return "ratio"; }
+  void end() override { add_sample(*value_); }
+
+ private:
+  const double* value_;
+};
+
+}  // namespace
+
+FrameworkOverhead framework_overhead(GraphExecutor& ex, const TensorMap& feeds, const std::string& loss,
+                                     std::vector<std::string> op_backends, const RunSettings& settings) {
+  if (op_backends.empty()) {
+    op_backends.push_back(ex.backend());
+    if (ex.backend() != "reference") op_backends.push_back("reference");
+  }
+  // The executor runs without the user's events: their cost is not the framework's.
+  const auto user_events = ex.events();
+  ex.clear_events();
+  auto recorder = std::make_shared<CallRecorder>();
+  ex.add_event(recorder);
+  auto run_executor = [&] { return loss.empty() ? ex.inference(feeds) : ex.inference_and_backprop(feeds, loss); };
+  run_executor();
+  ex.clear_events();
+
+  struct Individual {
+    std::unique_ptr<Operator> op;
+    const CallRecorder::Call* call;
+    std::vector<Tensor> outputs, grad_inputs;
+  };
+  std::vector<Individual> ops;
+  const Network& net = ex.network();
+  for (const auto& c : recorder->calls) {
+    Individual ind;
+    ind.op = OpRegistry::global().create_with_fallback(net.spec(c.node.name), op_backends);
+    ind.call = &c;
+    for (const auto& d : ind.op->output_descs()) ind.outputs.push_back(Tensor::uninitialized(d));
+    if (c.backward) {
+      const auto mask = ind.op->differentiable_inputs();
+      ind.grad_inputs.resize(c.inputs.size());
+      for (size_t i = 0; i < c.inputs.size(); ++i)
+        if (i < mask.size() && mask[i] && c.inputs[i].defined())
+          ind.grad_inputs[i] = Tensor::uninitialized(c.inputs[i].desc());
+    }
+    ops.push_back(std::move(ind));
+  }
+  int64_t calls = 0;
+  for (const auto& o : ops) calls += 1 + (o.call->backward ? 1 : 0);
+
+  std::vector<double> exec_times, op_times;
+  double ratio = 0;
+  auto round = [&] {
+    const int64_t t0 = wall_now_ns();
+    run_executor();
+    const int64_t t1 = wall_now_ns();
+    int64_t sum = 0;
+    // Forward of every operator, then backward in reverse, as the executor orders them (a
+    // backward needs its own instance's latest forward).
+    for (auto& o : ops) {
+      const int64_t a = wall_now_ns();
+      o.op->forward(o.call->inputs, o.outputs);
+      sum += wall_now_ns() - a;
+    }
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      if (!it->call->backward) continue;
+      const int64_t a = wall_now_ns();
+      it->op->backward(it->call->grad_outputs, it->call->inputs, it->outputs, it->grad_inputs);
+      sum += wall_now_ns() - a;
+    }
+    exec_times.push_back(static_cast<double>(t1 - t0) * 1e-9);
+    op_times.push_back(static_cast<double>(sum) * 1e-9);
+    ratio = sum > 0 ? static_cast<double>(t1 - t0) / static_cast<double>(sum) : std::numeric_limits<double>::infinity();
+  };
+  MetricSet metrics;
+  metrics.add(std::make_unique<RoundRatio>(&ratio));
+  FrameworkOverhead r;
+  try {
+    r.outcome = run_measured(round, metrics, settings);
+  } catch (...) {
+    for (const auto& e : user_events) ex.add_event(e);
+    throw;
+  }
+  for (const auto& e : user_events) ex.add_event(e);
+  // Warm-up rounds are not samples.
+  const size_t warm = exec_times.size() - metrics[0].samples().size();
+  exec_times.erase(exec_times.begin(), exec_times.begin() + static_cast<std::ptrdiff_t>(warm));
+  op_times.erase(op_times.begin(), op_times.begin() + static_cast<std::ptrdiff_t>(warm));
+  const nlohmann::json info = {{"op_backends", op_backends}, {"mode", loss.empty() ? "inference" : "train-step"},
+                               {"operator_calls_per_round", calls}};
+  r.ratio = record("framework_overhead", "ratio", metrics[0].samples(), info);
+  r.executor_time = record("executor_time", "s", exec_times);
+  r.operators_time = record("operators_time", "s", op_times);
+  r.op_backends = op_backends;
+  r.operators = calls;
+  return r;
+}
+
+// ---------------------------------------------------------------- latency and throughput
+
+LatencyThroughput measure_latency(GraphExecutor& ex, const TensorMap& feeds, int64_t batch, const std::string& loss,
+                                  const RunSettings& settings) {
+  D5_CHECK_ARG(batch > 0, "measure_latency: batch must be positive, got {}", batch);
+  MetricSet metrics;
+  metrics.add(std::make_unique<WallTime>());
+  LatencyThroughput r;
+  r.batch = batch;
+  r.outcome = run_measured([&] { loss.empty() ? ex.inference(feeds) : ex.inference_and_backprop(feeds, loss); },
+                           metrics, settings);
+  r.latency = metrics[0].result();
+  r.latency.name = "latency";
+  std::vector<double> rate;
+  for (double t : r.latency.samples) rate.push_back(t > 0 ? static_cast<double>(batch) / t : 0);
+  r.throughput = record("throughput", "samples/s", rate, {{"derived_from", "latency"}, {"batch", batch}});
+  return r;
+}
+
+TensorMap synthetic_feeds(const Network& net, uint64_t seed) {
+  TensorMap feeds;
+  for (const auto& name : net.inputs()) {
+    const TensorDesc& d = net.desc(name);
+    Tensor t(d);
+    RngStream rng(seed, "feed/" + name);
+    if (is_floating(d.dtype)) {
+      for (int64_t i = 0; i < t.numel(); ++i) t.set(i, rng.uniform(-1, 1));
+    } else {
+      int64_t bound = 0;  // exclusive upper bound of valid values; 0 = only zeros are known valid
+      for (const Node* c : net.consumers(name)) {
+        const bool labels = (c->op_type == "SoftmaxCrossEntropyLoss" || c->op_type == "NegativeLogLikelihoodLoss") &&
+                            c->inputs.size() > 1 && c->inputs[1] == name;
+        const bool indices = c->op_type == "Gather" && c->inputs.size() > 1 && c->inputs[1] == name;
+        if (labels) {
+          const auto& scores = net.desc(c->inputs[0]).shape;
+          if (scores.rank() >= 2) bound = scores[1];
+        } else if (indices) {
+          const auto& data = net.desc(c->inputs[0]).shape;
+          int64_t axis = c->attrs.get_int("axis", 0);
+          if (axis < 0) axis += static_cast<int64_t>(data.rank());
+          if (axis >= 0 && axis < static_cast<int64_t>(data.rank())) bound = data[static_cast<size_t>(axis)];
+        }
+      }
+      if (bound > 0)
+        for (int64_t i = 0; i < t.numel(); ++i) t.set(i, static_cast<double>(rng.below(static_cast<uint64_t>(bound))));
+    }
+    feeds[name] = std::move(t);
+  }
+  return feeds;
+}
+
+std::vector<CaseResult> batch_scaling(const std::function<Network(int64_t)>& make_network, const std::string& backend,
+                                      const std::vector<int64_t>& batches, const std::string& loss,
+                                      const RunSettings& settings, uint64_t seed) {
+  std::vector<CaseResult> cases;
+  for (int64_t batch : batches) {
+    Network net = make_network(batch);
+    auto ex = make_executor(net, backend);
+    const auto feeds = synthetic_feeds(net, seed);
+    const auto lt = measure_latency(*ex, feeds, batch, loss, settings);
+    CaseResult c;
+    c.name = fmt::format("{}/batch={}", net.name(), batch);
+    c.level = "L1";
+    c.backend = backend;
+    c.params = {{"network", net.name()}, {"batch", batch}, {"mode", loss.empty() ? "inference" : "train-step"}};
+    c.outcome = lt.outcome;
+    c.metrics = {lt.latency, lt.throughput};
+    c.detail = fmt::format("median {} per call, {:.1f} samples/s", format_seconds(lt.latency.summary->median),
+                           lt.throughput.summary->median);
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+}  // namespace d5

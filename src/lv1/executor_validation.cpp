@@ -1,0 +1,129 @@
+#include "deep500/executor_validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "deep500/error.h"
+
+namespace d5 {
+
+namespace {
+
+// Op types of the nodes `tensor` depends on (folded nodes excluded: their values are exact
+// constants on every executor).
+std::vector<std::string> upstream_op_types(const Network& net, const std::string& tensor) {
+  std::set<std::string> types, seen;
+  std::vector<std::string> todo{tensor};
+  while (!todo.empty()) {
+    const std::string t = todo.back();
+    todo.pop_back();
+    if (t.empty() || !seen.insert(t).second) continue;
+    const Node* n = net.producer(t);
+    if (!n || net.is_folded(n->name)) continue;
+    types.insert(n->op_type);
+    for (const auto& in : n->inputs) todo.push_back(in);
+  }
+  return {types.begin(), types.end()};
+}
+
+Tolerance tolerance_for(const Network& net, const std::string& tensor, DType dtype, const ForwardCheckOptions& o) {
+  Tolerance tol = network_tolerance(dtype, upstream_op_types(net, tensor));
+  if (o.rtol) tol.rtol = *o.rtol;
+  if (o.atol) tol.atol = *o.atol;
+  return tol;
+}
+
+std::string subject(GraphExecutor& ex, GraphExecutor* reference) {
+  return reference ? fmt::format("network '{}' on {} vs {}", ex.network().name(), ex.backend(), reference->backend())
+                   : fmt::format("network '{}' on {}", ex.network().name(), ex.backend());
+}
+
+// Outputs present in the reference; one the executor did not produce is a mismatch against an
+// empty tensor, which check_tensors reports as FAILED with both descriptors.
+void add_outputs(std::vector<ComparedTensor>& out, GraphExecutor& ex, const TensorMap& actual,
+                 const TensorMap& reference, const ForwardCheckOptions& o) {
+  for (const auto& [name, ref] : reference) {
+    auto it = actual.find(name);
+    const Tensor a = it == actual.end() ? Tensor() : it->second;
+    out.push_back({fmt::format("output '{}'", name), out.size(), name, a, ref,
+                   tolerance_for(ex.network(), name, ref.dtype(), o)});
+  }
+}
+
+ForwardCheckResult finish(std::vector<ComparedTensor>& compared, const std::string& what,
+                          const ForwardCheckOptions& o) {
+  // A missing tensor cannot be compared element-wise: report it before anything else.
+  for (const auto& c : compared)
+    if (!c.actual.defined() && c.reference.defined() && c.reference.numel() > 0) {
+      ForwardCheckResult r;
+      r.state = CaseState::Failed;
+      r.detail = fmt::format("{}: {} was not produced", what, c.label);
+      r.extra = {{"outputs", nlohmann::json::array({{{"index", c.index}, {"name", c.name}, {"error", r.detail}}})}};
+      return r;
+    }
+  return check_tensors(compared, what, "tensor(s)", o);
+}
+
+}  // namespace
+
+Tolerance network_tolerance(DType dtype, const std::vector<std::string>& op_types) {
+  Tolerance tol = default_tolerance(dtype, "");
+  for (const auto& t : op_types) {
+    const Tolerance k = default_tolerance(dtype, t);
+    tol.rtol = std::max(tol.rtol, k.rtol);
+    tol.atol = std::max(tol.atol, k.atol);
+  }
+  return tol;
+}
+
+ForwardCheckResult test_executor(GraphExecutor& ex, const TensorMap& feeds, const TensorMap& reference_outputs,
+                                 const ForwardCheckOptions& o) {
+  const TensorMap actual = ex.inference(feeds);
+  std::vector<ComparedTensor> compared;
+  add_outputs(compared, ex, actual, reference_outputs, o);
+  return finish(compared, subject(ex, nullptr), o);
+}
+
+ForwardCheckResult test_executor(GraphExecutor& ex, const TensorMap& feeds, GraphExecutor& reference,
+                                 const ForwardCheckOptions& o) {
+  const TensorMap ref = reference.inference(feeds);
+  const TensorMap actual = ex.inference(feeds);
+  std::vector<ComparedTensor> compared;
+  add_outputs(compared, ex, actual, ref, o);
+  return finish(compared, subject(ex, &reference), o);
+}
+
+ForwardCheckResult test_executor_backprop(GraphExecutor& ex, const TensorMap& feeds, const std::string& loss,
+                                          GraphExecutor& reference, const ForwardCheckOptions& o) {
+  // Gradients are stored in the networks, which may be one object: take the reference's first.
+  const TensorMap ref = reference.inference_and_backprop(feeds, loss);
+  std::map<std::string, Tensor> ref_grads;
+  for (const auto& [p, g] : reference.network().gradient()) ref_grads[g] = reference.network().fetch_tensor(g);
+  const TensorMap actual = ex.inference_and_backprop(feeds, loss);
+
+  std::vector<ComparedTensor> compared;
+  add_outputs(compared, ex, actual, ref, o);
+  const auto loss_ops = upstream_op_types(ex.network(), loss);
+  for (const auto& [p, g] : ex.network().gradient()) {
+    auto it = ref_grads.find(g);
+    D5_CHECK_ARG(it != ref_grads.end(),
+                 "test_executor_backprop: parameter '{}' of network '{}' is not a parameter of the reference's "
+                 "network '{}'; both must have the same parameters",
+                 p, ex.network().name(), reference.network().name());
+    const Tensor& r = it->second;
+    Tolerance tol = network_tolerance(r.dtype(), loss_ops);
+    double scale = 0;
+    for (int64_t i = 0; i < r.numel(); ++i)
+      if (std::isfinite(r.get(i))) scale = std::max(scale, std::abs(r.get(i)));
+    tol.atol = std::max(tol.atol, tol.rtol * scale);
+    if (o.rtol) tol.rtol = *o.rtol;
+    if (o.atol) tol.atol = *o.atol;
+    compared.push_back({fmt::format("gradient '{}'", g), compared.size(), g, ex.network().fetch_tensor(g), r, tol});
+  }
+  return finish(compared, subject(ex, &reference), o);
+}
+
+}  // namespace d5

@@ -1,0 +1,138 @@
+// One network on several executors. Every way a case ends is a state with a reason, as in
+// Level 0's bench_problem: only results that match the reference are timed.
+#include "deep500/net_bench.h"
+
+#include <algorithm>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "deep500/error.h"
+#include "deep500/executor_metrics.h"
+#include "deep500/executor_validation.h"
+#include "deep500/graph_executor.h"
+#include "deep500/operator_executor.h"
+#include "deep500/reporter.h"
+#include "deep500/standard_metrics.h"
+
+namespace d5 {
+
+const char* to_string(NetMode m) { return m == NetMode::Inference ? "inference" : "train-step"; }
+
+NetMode parse_net_mode(const std::string& s) {
+  for (auto m : {NetMode::Inference, NetMode::TrainStep})
+    if (s == to_string(m)) return m;
+  D5_THROW(InvalidArgument, "unknown mode '{}': use inference or train-step", s);
+}
+
+namespace {
+
+MetricRecord single(const std::string& name, const std::string& unit, int64_t value, const std::string& why_not) {
+  MetricRecord r;
+  r.name = name;
+  r.unit = unit;
+  if (value < 0) {
+    r.available = false;
+    r.unavailable_reason = why_not;
+    return r;
+  }
+  r.samples = {static_cast<double>(value)};
+  r.summary = summarize(r.samples);
+  return r;
+}
+
+CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& feeds, int64_t batch,
+                     const NetBenchOptions& o) {
+  const std::string loss = o.mode == NetMode::TrainStep ? o.loss : "";
+  CaseResult c;
+  c.name = fmt::format("{}/{}", net.name(), backend);
+  c.level = "L1";
+  c.backend = backend;
+  c.params = {{"network", net.name()}, {"mode", to_string(o.mode)}, {"batch", batch},
+              {"nodes", net.nodes().size()}, {"parameters", net.parameter_count()}};
+  if (!loss.empty()) c.params["loss"] = loss;
+  auto finish = [&](CaseState s, std::string detail) {
+    c.state = s;
+    c.detail = std::move(detail);
+    return c;
+  };
+
+  const auto known = executor_backends();
+  if (std::find(known.begin(), known.end(), backend) == known.end())
+    return finish(CaseState::Skipped, fmt::format("no executor '{}' in this binary (executors: {})", backend,
+                                                  fmt::join(known, ", ")));
+  std::unique_ptr<GraphExecutor> ex;
+  try {
+    ex = make_executor(net, backend);
+  } catch (const Unimplemented& e) {
+    return finish(CaseState::Unimplemented, e.what());
+  }
+  c.extra["implementations"] = ex->implementations();
+  nlohmann::json fallbacks = nlohmann::json::array();
+  for (const auto& [node, why] : ex->fallbacks()) fallbacks.push_back({{"node", node}, {"reason", why}});
+  c.extra["fallbacks"] = fallbacks;
+
+  std::string detail;
+  if (o.validate && backend != "reference") {
+    ReferenceExecutor ref(net);
+    const auto check = loss.empty() ? test_executor(*ex, feeds, ref) : test_executor_backprop(*ex, feeds, loss, ref);
+    c.extra["validation"] = check.extra;
+    if (check.state != CaseState::Passed) return finish(check.state, check.detail);
+    detail = check.detail;
+  } else if (o.validate) {
+    detail = "the reference executor (the oracle, not validated against itself)";
+  }
+
+  auto step = [&] { return loss.empty() ? ex->inference(feeds) : ex->inference_and_backprop(feeds, loss); };
+  const auto lt = measure_latency(*ex, feeds, batch, loss, o.run);
+  // One more call under the process high-water mark, so that measuring it costs no timed call.
+  PeakRss rss;
+  rss.begin();
+  step();
+  rss.end();
+  const ExecutorMemory mem = ex->memory();
+  c.outcome = lt.outcome;
+  c.metrics = {lt.latency, lt.throughput,
+               single("peak_tensor_bytes", "bytes", mem.peak_tensor_bytes, "the executor does not account tensors"),
+               rss.result()};
+  if (o.breakdown) {
+    auto timer = std::make_shared<NodeTimer>();
+    ex->add_event(timer);
+    for (int i = 0; i < std::max(5, o.run.min_runs); ++i) step();
+    ex->remove_event(timer);
+    c.extra["breakdown"] = to_json(breakdown(*timer, ex->implementations()));
+  }
+  if (o.overhead) {
+    const auto fo = framework_overhead(*ex, feeds, loss, {}, o.run);
+    c.metrics.push_back(fo.ratio);
+    c.metrics.push_back(fo.executor_time);
+    c.metrics.push_back(fo.operators_time);
+  }
+  detail = fmt::format("{}{}median {} per {}, {:.1f} samples/s", detail, detail.empty() ? "" : "; ",
+                       format_seconds(lt.latency.summary->median), loss.empty() ? "inference" : "training step",
+                       lt.throughput.summary->median);
+  return finish(CaseState::Passed, detail);
+}
+
+}  // namespace
+
+std::vector<CaseResult> bench_network(Network& net, const NetBenchOptions& o) {
+  net.infer();
+  D5_CHECK_ARG(o.mode == NetMode::Inference || !o.loss.empty(),
+               "network '{}': train-step mode needs the loss tensor's name", net.name());
+  if (!o.loss.empty() && o.mode == NetMode::TrainStep)
+    D5_CHECK_ARG(net.producer(o.loss), "network '{}': loss '{}' is not the output of any node", net.name(), o.loss);
+  int64_t batch = o.batch;
+  if (batch <= 0) {
+    batch = 1;
+    const auto& inputs = net.inputs();
+    if (!inputs.empty() && net.desc(inputs[0]).shape.rank() > 0) batch = net.desc(inputs[0]).shape[0];
+  }
+  const TensorMap feeds = synthetic_feeds(net, o.seed);
+  std::vector<std::string> backends = o.backends.empty() ? executor_backends() : o.backends;
+  std::vector<CaseResult> cases;
+  for (const auto& b : backends) cases.push_back(bench_one(net, b, feeds, batch, o));
+  return cases;
+}
+
+}  // namespace d5

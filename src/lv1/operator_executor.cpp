@@ -1,0 +1,446 @@
+// The operator executor: a plan per (network version, loss) of slots and steps, then a loop.
+// Names are resolved once, when planning: a call touches only vectors indexed by slot, so what
+// the executor adds to the operators' own time stays small (docs/executor-metrics.md measures it).
+#include "deep500/operator_executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "deep500/error.h"
+#include "deep500/memory.h"
+#include "deep500/op_registry.h"
+
+namespace d5 {
+
+namespace {
+
+enum class SlotKind { Feed, Param, Constant, Produced };
+
+struct Slot {
+  std::string name;
+  SlotKind kind = SlotKind::Produced;
+  TensorDesc desc;
+};
+
+struct Step {
+  Node node;  // a copy: events receive it, and it outlives edits of the network
+  Operator* op = nullptr;
+  std::vector<int> in, out;     // slot of each input / each op output; -1 when absent or unnamed
+  std::vector<int> free_after;  // slots dead once this step's forward ran
+  // Reverse mode.
+  bool backward = false;            // runs in a training step
+  std::vector<bool> grad_wanted;    // per input: differentiable and depends on a parameter
+  std::vector<int> free_after_backward;  // forward values no backward still to run reads
+};
+
+// In place: acc += g (same descriptor).
+void accumulate(Tensor& acc, const Tensor& g) {
+  const int64_t n = acc.numel();
+  if (acc.dtype() == DType::f32) {
+    float* a = acc.data_as<float>();
+    const float* b = g.data_as<float>();
+    for (int64_t i = 0; i < n; ++i) a[i] += b[i];
+  } else if (acc.dtype() == DType::f64) {
+    double* a = acc.data_as<double>();
+    const double* b = g.data_as<double>();
+    for (int64_t i = 0; i < n; ++i) a[i] += b[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) acc.set(i, acc.get(i) + g.get(i));
+  }
+}
+
+// Which backend of `backends` created the operator, given the refusals create_with_fallback
+// collected: each backend contributes one refusal per implementation it tried (one when it has
+// none), in order, and the accepting implementation contributes none.
+size_t creating_backend(const OpSpec& spec, const std::vector<std::string>& backends,
+                        const std::vector<Refusal>& refusals) {
+  size_t consumed = 0;
+  for (size_t b = 0; b < backends.size(); ++b) {
+    const size_t tried = std::max<size_t>(1, OpRegistry::global().implementations(spec.type, backends[b]).size());
+    if (consumed + tried > refusals.size()) return b;
+    consumed += tried;
+  }
+  return backends.size() - 1;
+}
+
+std::string describe_refusals(const std::vector<Refusal>& refusals) {
+  std::string s;
+  for (const auto& r : refusals) s += fmt::format("{}{}: {}", s.empty() ? "" : "; ", r.implementation, r.reason);
+  return s;
+}
+
+}  // namespace
+
+struct OperatorExecutor::NodeState {
+  std::unique_ptr<Operator> op;
+  std::string backend;
+  std::string fallback;  // empty when the first backend runs it
+  std::vector<bool> grad_mask;
+};
+
+struct OperatorExecutor::Plan {
+  std::string loss;  // "" for inference
+  std::vector<Slot> slots;
+  std::vector<Step> steps;  // forward order; only nodes a requested value depends on
+  std::vector<std::pair<std::string, int>> feeds, params, outputs;
+  std::vector<std::pair<int, Tensor>> constants;
+  int loss_slot = -1;
+  std::vector<bool> keep_to_end;  // per slot: returned (graph outputs, the loss)
+};
+
+OperatorExecutor::OperatorExecutor(Network& network, std::string name, std::vector<std::string> backends,
+                                   OperatorExecutorOptions options)
+    : GraphExecutor(network), name_(std::move(name)), backends_(std::move(backends)), options_(options) {
+  D5_CHECK_ARG(!backends_.empty(), "executor '{}': needs at least one backend", name_);
+  prepare();
+}
+
+OperatorExecutor::~OperatorExecutor() = default;
+
+void OperatorExecutor::prepare() {
+  const Network& net = network_;
+  if (prepared_ && version_ == net.version()) return;
+  net.infer();
+  plans_.clear();
+  nodes_.clear();
+  prepared_ = false;
+  for (const Node* node : net.topological_order()) {
+    if (net.is_folded(node->name)) continue;
+    NodeState s;
+    std::vector<Refusal> refusals;
+    OpSpec spec = net.spec(node->name);
+    spec.workspace_limit = options_.workspace_limit;
+    try {
+      s.op = OpRegistry::global().create_with_fallback(spec, backends_, &refusals);
+    } catch (const Error& e) {
+      rethrow_with_message(e, fmt::format("network '{}', executor '{}': {}", net.name(), name_, e.what()));
+    }
+    const size_t b = creating_backend(spec, backends_, refusals);
+    s.backend = backends_[b];
+    if (b > 0) s.fallback = describe_refusals(refusals);
+    s.grad_mask = s.op->differentiable_inputs();
+    nodes_.emplace(node->name, std::move(s));
+  }
+  version_ = net.version();
+  prepared_ = true;
+}
+
+std::string OperatorExecutor::backend_of(const std::string& node) const {
+  auto it = nodes_.find(node);
+  return it == nodes_.end() ? "" : it->second.backend;
+}
+
+std::map<std::string, std::string> OperatorExecutor::implementations() const {
+  std::map<std::string, std::string> out;
+  for (const auto& n : network_.nodes()) {
+    auto it = nodes_.find(n.name);
+    if (it == nodes_.end()) {
+      out[n.name] = "folded (computed at inference)";
+      continue;
+    }
+    const auto& s = it->second;
+    out[n.name] = s.fallback.empty() ? s.op->implementation()
+                                     : fmt::format("{} (fallback: {})", s.op->implementation(), s.fallback);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> OperatorExecutor::fallbacks() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& n : network_.nodes()) {
+    auto it = nodes_.find(n.name);
+    if (it != nodes_.end() && !it->second.fallback.empty()) out.emplace_back(n.name, it->second.fallback);
+  }
+  return out;
+}
+
+const OperatorExecutor::Plan& OperatorExecutor::plan_for(const std::string& loss) {
+  prepare();
+  auto it = plans_.find(loss);
+  if (it == plans_.end()) it = plans_.emplace(loss, std::make_unique<Plan>(build_plan(loss))).first;
+  return *it->second;
+}
+
+OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) const {
+  const Network& net = network_;
+  Plan p;
+  p.loss = loss;
+  std::map<std::string, int> slot_of;
+  auto slot = [&](const std::string& name) -> int {
+    if (name.empty()) return -1;
+    auto it = slot_of.find(name);
+    if (it != slot_of.end()) return it->second;
+    Slot s;
+    s.name = name;
+    s.desc = net.desc(name);
+    if (std::find(net.inputs().begin(), net.inputs().end(), name) != net.inputs().end()) s.kind = SlotKind::Feed;
+    else if (net.is_param(name)) s.kind = SlotKind::Param;
+    else if (net.known_value(name)) s.kind = SlotKind::Constant;
+    else s.kind = SlotKind::Produced;
+    const int id = static_cast<int>(p.slots.size());
+    p.slots.push_back(std::move(s));
+    slot_of.emplace(name, id);
+    return id;
+  };
+
+  if (!loss.empty()) {
+    const Node* producer = net.producer(loss);
+    D5_CHECK_ARG(producer, "network '{}': loss '{}' is not computed by a node (it must be the output of one)",
+                 net.name(), loss);
+    D5_CHECK_ARG(!net.is_folded(producer->name),
+                 "network '{}': loss '{}' is a constant (node '{}' is folded); it depends on no input or parameter",
+                 net.name(), loss, producer->name);
+    const TensorDesc& d = net.desc(loss);
+    D5_CHECK_ARG(d.numel() == 1 && is_floating(d.dtype),
+                 "network '{}': loss '{}' must be one floating-point value, but it is {}", net.name(), loss,
+                 d.to_string());
+  }
+
+  // Which nodes a requested value (graph output, loss) depends on.
+  std::set<std::string> needed(net.outputs().begin(), net.outputs().end());
+  if (!loss.empty()) needed.insert(loss);
+  std::vector<const Node*> order;
+  {
+    const auto topo = net.topological_order();
+    for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+      const Node& n = **it;
+      if (!nodes_.count(n.name)) continue;  // folded: its outputs are constants
+      if (std::none_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& o) { return needed.count(o); }))
+        continue;
+      for (const auto& in : n.inputs)
+        if (!in.empty()) needed.insert(in);
+      order.push_back(&n);
+    }
+    std::reverse(order.begin(), order.end());
+  }
+
+  for (const Node* n : order) {
+    const NodeState& s = nodes_.at(n->name);
+    Step st;
+    st.node = *n;
+    st.op = s.op.get();
+    const size_t n_in = s.op->spec().inputs.size();
+    for (size_t i = 0; i < n_in; ++i) st.in.push_back(i < n->inputs.size() ? slot(n->inputs[i]) : -1);
+    for (size_t j = 0; j < s.op->output_descs().size(); ++j)
+      st.out.push_back(j < n->outputs.size() ? slot(n->outputs[j]) : -1);
+    p.steps.push_back(std::move(st));
+  }
+  for (const auto& o : net.outputs()) p.outputs.emplace_back(o, slot(o));
+  if (!loss.empty()) {
+    p.loss_slot = slot(loss);
+    if (std::find(net.outputs().begin(), net.outputs().end(), loss) == net.outputs().end())
+      p.outputs.emplace_back(loss, p.loss_slot);
+  }
+  for (size_t k = 0; k < p.slots.size(); ++k) {
+    const Slot& s = p.slots[k];
+    const int id = static_cast<int>(k);
+    if (s.kind == SlotKind::Feed) p.feeds.emplace_back(s.name, id);
+    if (s.kind == SlotKind::Param) p.params.emplace_back(s.name, id);
+    if (s.kind == SlotKind::Constant) p.constants.emplace_back(id, *net.known_value(s.name));
+  }
+  p.keep_to_end.assign(p.slots.size(), false);
+  for (const auto& [name, id] : p.outputs) p.keep_to_end[id] = true;
+
+  // Reverse mode: which slots depend on a parameter (forward), and which gradients reach the
+  // loss (backward, through differentiable inputs only).
+  const size_t n_slots = p.slots.size();
+  std::vector<bool> from_param(n_slots, false);
+  for (const auto& [name, id] : p.params) from_param[id] = true;
+  if (!loss.empty()) {
+    for (auto& st : p.steps) {
+      const auto& mask = nodes_.at(st.node.name).grad_mask;
+      st.grad_wanted.assign(st.in.size(), false);
+      bool any = false;
+      for (size_t i = 0; i < st.in.size(); ++i)
+        if (st.in[i] >= 0 && i < mask.size() && mask[i] && from_param[st.in[i]]) st.grad_wanted[i] = any = true;
+      if (any)
+        for (int o : st.out)
+          if (o >= 0) from_param[o] = true;
+    }
+    std::vector<bool> reaches_loss(n_slots, false);
+    reaches_loss[p.loss_slot] = true;
+    for (auto it = p.steps.rbegin(); it != p.steps.rend(); ++it) {
+      Step& st = *it;
+      const bool out_reaches = std::any_of(st.out.begin(), st.out.end(), [&](int o) { return o >= 0 && reaches_loss[o]; });
+      const bool wants = std::find(st.grad_wanted.begin(), st.grad_wanted.end(), true) != st.grad_wanted.end();
+      st.backward = out_reaches && wants;
+      if (!st.backward) continue;
+      for (size_t i = 0; i < st.in.size(); ++i)
+        if (st.grad_wanted[i]) reaches_loss[st.in[i]] = true;
+    }
+  }
+
+  // Lifetimes of produced slots: the last forward reader, or the earliest backward step that
+  // reads it as an input or an output (the last backward to run).
+  std::vector<int> last_forward(n_slots, -1), first_backward(n_slots, -1);
+  for (size_t k = 0; k < p.steps.size(); ++k) {
+    const Step& st = p.steps[k];
+    const int ik = static_cast<int>(k);
+    for (int s : st.in)
+      if (s >= 0) last_forward[s] = ik;
+    for (int s : st.out)
+      if (s >= 0) last_forward[s] = std::max(last_forward[s], ik);  // unread outputs die at once
+    if (st.backward) {
+      for (int s : st.in)
+        if (s >= 0 && first_backward[s] < 0) first_backward[s] = ik;
+      for (int s : st.out)
+        if (s >= 0 && first_backward[s] < 0) first_backward[s] = ik;
+    }
+  }
+  for (size_t s = 0; s < n_slots; ++s) {
+    if (p.slots[s].kind != SlotKind::Produced || p.keep_to_end[s] || last_forward[s] < 0) continue;
+    if (first_backward[s] >= 0) p.steps[first_backward[s]].free_after_backward.push_back(static_cast<int>(s));
+    else p.steps[last_forward[s]].free_after.push_back(static_cast<int>(s));
+  }
+  return p;
+}
+
+TensorMap OperatorExecutor::inference(const TensorMap& feeds) { return run(feeds, ""); }
+
+TensorMap OperatorExecutor::inference_and_backprop(const TensorMap& feeds, const std::string& loss) {
+  D5_CHECK_ARG(!loss.empty(), "network '{}': inference_and_backprop needs the name of the loss tensor",
+               network_.name());
+  return run(feeds, loss);
+}
+
+TensorMap OperatorExecutor::run(const TensorMap& feeds, const std::string& loss) {
+  const Plan& p = plan_for(loss);
+  check_feeds(feeds);
+  Network& net = network_;
+  const bool free = options_.free_dead_tensors;
+  const bool rss = options_.measure_rss && reset_peak_rss();
+
+  std::vector<Tensor> env(p.slots.size());
+  for (const auto& [name, id] : p.feeds) env[id] = feeds.at(name);
+  for (const auto& [name, id] : p.params) env[id] = net.fetch_tensor(name);
+  for (const auto& [id, value] : p.constants) env[id] = value;
+  // Bytes of the tensors this call allocates (activations, gradients) alive at once.
+  int64_t live = 0, peak = 0;
+  auto hold = [&](int64_t bytes) { peak = std::max(peak, live += bytes); };
+  auto release = [&](Tensor& t) {
+    if (!t.defined()) return;
+    live -= static_cast<int64_t>(t.bytes());
+    t = Tensor();
+  };
+
+  fire_before_executor(feeds);
+  // Full outputs of steps that run backward (unnamed ones too: backward may read them).
+  std::vector<std::vector<Tensor>> saved(p.steps.size());
+  std::vector<Tensor> ins, outs;
+  bool completed = true;
+  for (size_t k = 0; k < p.steps.size() && completed; ++k) {
+    const Step& st = p.steps[k];
+    ins.assign(st.in.size(), Tensor());
+    for (size_t i = 0; i < st.in.size(); ++i)
+      if (st.in[i] >= 0) ins[i] = env[st.in[i]];
+    if (!fire_before_operator(st.node, Pass::forward, ins)) {
+      completed = false;
+      break;
+    }
+    outs = st.op->run_forward(ins);
+    int64_t unnamed = 0;
+    for (size_t j = 0; j < outs.size(); ++j) {
+      hold(static_cast<int64_t>(outs[j].bytes()));
+      if (st.out[j] >= 0) env[st.out[j]] = outs[j];
+      else unnamed += static_cast<int64_t>(outs[j].bytes());
+    }
+    completed = fire_after_operator(st.node, Pass::forward, outs);
+    if (st.backward) saved[k] = outs;
+    else live -= unnamed;
+    outs.clear();
+    if (free)
+      for (int s : st.free_after) release(env[s]);
+  }
+  TensorMap result;
+  for (const auto& [name, id] : p.outputs)
+    if (env[id].defined()) result[name] = env[id];
+  if (completed) fire_after_inference(result);
+
+  TensorMap gradients;
+  if (completed && !loss.empty()) {
+    std::vector<Tensor> grads(p.slots.size());
+    grads[p.loss_slot] = Tensor(p.slots[p.loss_slot].desc);
+    grads[p.loss_slot].fill(1.0);
+    hold(static_cast<int64_t>(grads[p.loss_slot].bytes()));
+    std::vector<Tensor> grad_outs;
+    for (size_t kk = p.steps.size(); kk-- > 0 && completed;) {
+      const Step& st = p.steps[kk];
+      if (!st.backward) continue;
+      const auto& op_outs = saved[kk];
+      grad_outs.assign(op_outs.size(), Tensor());
+      bool any = false;
+      for (size_t j = 0; j < op_outs.size(); ++j) {
+        if (st.out[j] >= 0 && grads[st.out[j]].defined()) {
+          grad_outs[j] = grads[st.out[j]];
+          any = true;
+        }
+      }
+      if (any) {
+        // An output nothing differentiates gets an explicit zero gradient (floating outputs only).
+        for (size_t j = 0; j < op_outs.size(); ++j)
+          if (!grad_outs[j].defined() && is_floating(op_outs[j].dtype())) {
+            grad_outs[j] = Tensor(op_outs[j].desc());
+            hold(static_cast<int64_t>(grad_outs[j].bytes()));
+          }
+        ins.assign(st.in.size(), Tensor());
+        for (size_t i = 0; i < st.in.size(); ++i)
+          if (st.in[i] >= 0) ins[i] = env[st.in[i]];
+        if (!fire_before_operator(st.node, Pass::backward, grad_outs)) {
+          completed = false;
+          break;
+        }
+        auto grad_ins = st.op->run_backward(grad_outs, ins, op_outs);
+        for (const auto& g : grad_ins) hold(static_cast<int64_t>(g.bytes()));
+        completed = fire_after_operator(st.node, Pass::backward, grad_ins);
+        for (size_t i = 0; i < grad_ins.size(); ++i) {
+          if (!grad_ins[i].defined()) continue;
+          if (i < st.grad_wanted.size() && st.grad_wanted[i]) {
+            Tensor& acc = grads[st.in[i]];
+            if (!acc.defined()) {
+              acc = grad_ins[i];
+              continue;
+            }
+            accumulate(acc, grad_ins[i]);
+          }
+          release(grad_ins[i]);
+        }
+        for (size_t j = 0; j < op_outs.size(); ++j)
+          if (!(st.out[j] >= 0 && grads[st.out[j]].defined() && grad_outs[j].data() == grads[st.out[j]].data()))
+            release(grad_outs[j]);
+      }
+      // This node's output gradients are consumed: every consumer ran before it.
+      if (free)
+        for (int o : st.out)
+          if (o >= 0 && o != p.loss_slot) release(grads[o]);
+      for (size_t j = 0; j < saved[kk].size(); ++j)
+        if (st.out[j] < 0) live -= static_cast<int64_t>(saved[kk][j].bytes());
+      saved[kk].clear();
+      if (free)
+        for (int s : st.free_after_backward) release(env[s]);
+    }
+    if (completed) {
+      std::map<std::string, int> param_slot(p.params.begin(), p.params.end());
+      for (const auto& [param, grad_name] : net.gradient()) {
+        Tensor g;
+        if (auto it = param_slot.find(param); it != param_slot.end()) g = grads[it->second];
+        // A parameter the loss does not depend on has a zero gradient.
+        if (!g.defined()) g = Tensor(net.desc(param));
+        net.feed_tensor(grad_name, g);
+        gradients[grad_name] = g;
+      }
+      fire_after_backprop(gradients);
+    }
+  }
+
+  for (const auto& [name, value] : result)
+    if (!net.is_initializer(name)) net.feed_tensor(name, value);
+  memory_.peak_tensor_bytes = peak;
+  memory_.peak_rss_bytes = rss ? peak_rss_bytes() : -1;
+  fire_after_executor(result);
+  return result;
+}
+
+}  // namespace d5

@@ -1,0 +1,95 @@
+// The zoo's registry: names, descriptions and default inputs, and option resolution.
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "deep500/error.h"
+#include "deep500/op_registry.h"
+#include "zoo_builder.h"
+
+namespace d5 {
+
+namespace {
+
+using Dims = std::vector<int64_t>;
+const Dims kImageNet = {3, 224, 224}, kCifar = {3, 32, 32}, kMnist = {1, 28, 28};
+
+std::vector<ZooModel> make_models() {
+  std::vector<ZooModel> m;
+  auto add = [&](std::string name, std::string description, Dims input, int64_t classes,
+                 std::function<Network(const ModelOptions&)> build) {
+    m.push_back({std::move(name), std::move(description), std::move(input), classes, std::move(build)});
+  };
+  add("lenet5", "LeNet-5: two 5x5 convolutions, three linear layers (MNIST)", kMnist, 10, zoo::build_lenet5);
+  add("mlp", "MLP: 512-256 hidden units with ReLU", kMnist, 10, zoo::build_mlp);
+  add("alexnet", "AlexNet (torchvision): five convolutions, 4096-4096 classifier", kImageNet, 1000,
+      zoo::build_alexnet);
+  for (const char* v : {"vgg11", "vgg16"})
+    add(v, fmt::format("VGG-{} (torchvision, no batch norm)", v + 3), kImageNet, 1000,
+        [name = std::string(v)](const ModelOptions& o) { return zoo::build_vgg(name, o); });
+  for (const char* r : {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152"}) {
+    const int depth = std::stoi(std::string(r + 6));
+    add(r,
+        fmt::format("ResNet-{} for ImageNet (torchvision), {} blocks", depth, depth >= 50 ? "bottleneck" : "basic"),
+        kImageNet, 1000, [name = std::string(r)](const ModelOptions& o) { return zoo::build_resnet(name, o); });
+  }
+  for (int depth : {20, 32, 44, 56, 110}) {
+    const std::string name = "resnet" + std::to_string(depth);
+    add(name, fmt::format("ResNet-{} for CIFAR: 3 stages of {} basic blocks, option-A shortcuts", depth, (depth - 2) / 6),
+        kCifar, 10, [name, depth](const ModelOptions& o) { return zoo::build_resnet_cifar(name, depth, o); });
+  }
+  add("wrn-28-10", "Wide ResNet 28-10 for CIFAR: pre-activation blocks, widths 160/320/640", kCifar, 10,
+      [](const ModelOptions& o) { return zoo::build_wide_resnet("wrn-28-10", 28, 10, o); });
+  add("mobilenet_v2", "MobileNetV2 (torchvision, width 1.0): inverted residuals, depthwise convolutions", kImageNet,
+      1000, zoo::build_mobilenet_v2);
+  add("lstm", "LSTM classifier: one 128-unit LSTM layer, Gemm on the last step", {28, 28}, 10,
+      zoo::build_lstm_classifier);
+  add("transformer", "Transformer encoder: 2 layers, d_model 128, 4 heads, GELU feed-forward 512", {32, 64}, 10,
+      zoo::build_transformer);
+  return m;
+}
+
+}  // namespace
+
+const std::vector<ZooModel>& zoo_models() {
+  static const std::vector<ZooModel> models = make_models();
+  return models;
+}
+
+Network build_model(const std::string& name, const ModelOptions& options) {
+  const auto& models = zoo_models();
+  auto it = std::find_if(models.begin(), models.end(), [&](const ZooModel& m) { return m.name == name; });
+  if (it == models.end()) {
+    std::vector<std::string> names;
+    for (const auto& m : models) names.push_back(m.name);
+    D5_THROW(InvalidArgument, "unknown model '{}'; the zoo has: {}", name, fmt::join(names, ", "));
+  }
+  ModelOptions o = options;
+  D5_CHECK_ARG(o.batch >= 1, "model '{}': batch must be at least 1, got {}", name, o.batch);
+  D5_CHECK_ARG(o.classes >= 0, "model '{}': classes must be positive (0 for the default {}), got {}", name,
+               it->default_classes, o.classes);
+  if (o.classes == 0) o.classes = it->default_classes;
+  if (o.input_shape.empty()) o.input_shape = it->default_input;
+  for (int64_t d : o.input_shape)
+    D5_CHECK_ARG(d >= 1, "model '{}': input shape [{}] has an extent below 1", name, fmt::join(o.input_shape, ","));
+  try {
+    return it->build(o);
+  } catch (const Error& e) {
+    // Layer errors name the layer; say which model and input they came from.
+    if (std::string(e.what()).find("model '") != std::string::npos) throw;
+    rethrow_with_message(e, fmt::format("model '{}' with input [{}]: {}", name, fmt::join(o.input_shape, ","), e.what()));
+  }
+}
+
+double forward_flops(const Network& network) {
+  network.infer();
+  double total = 0;
+  for (const Node* n : network.topological_order()) {
+    if (network.is_folded(n->name)) continue;
+    total += OpRegistry::global().create(network.spec(n->name), "reference")->flops();
+  }
+  return total;
+}
+
+}  // namespace d5

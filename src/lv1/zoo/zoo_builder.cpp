@@ -1,0 +1,266 @@
+#include "zoo_builder.h"
+
+#include <cmath>
+#include <numbers>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "deep500/error.h"
+#include "deep500/rng.h"
+
+namespace d5::zoo {
+
+namespace {
+
+std::string number_text(double v) {
+  std::string s = fmt::format("{}", v);
+  for (char& c : s)
+    if (c == '-') c = 'm';
+  return s;
+}
+
+Shape with_last(Shape s, int64_t last) {
+  s[s.rank() - 1] = last;
+  return s;
+}
+
+}  // namespace
+
+int64_t window_output(int64_t in, int64_t kernel, int64_t stride, int64_t pad, const std::string& layer) {
+  D5_CHECK_ARG(in + 2 * pad >= kernel,
+               "layer '{}': its input is {} wide (+{} padding on each side) but its window is {}: choose a larger "
+               "--input-shape",
+               layer, in, pad, kernel);
+  return (in + 2 * pad - kernel) / stride + 1;
+}
+
+Builder::Builder(std::string model, const ModelOptions& options)
+    : model_(std::move(model)), options_(options), net_(model_, 17) {
+  // Reserved for the graph's interface (finish() and input() use them).
+  used_ = {kZooLogits, kZooLabels, kZooLoss};
+}
+
+std::string Builder::fresh(const std::string& base) {
+  std::string name = base;
+  for (int i = 1; used_.count(name); ++i) name = fmt::format("{}_{}", base, i);
+  used_.insert(name);
+  return name;
+}
+
+Value Builder::input(size_t rank, const std::string& what) {
+  const auto& s = options_.input_shape;
+  D5_CHECK_ARG(s.size() == rank, "model '{}' takes a per-sample input shape of {} extents ({}), got [{}]", model_,
+               rank, what, fmt::join(s, ","));
+  std::vector<int64_t> dims = {options_.batch};
+  dims.insert(dims.end(), s.begin(), s.end());
+  D5_CHECK(!used_.count(kZooInput), Internal, "model '{}' asked for two inputs", model_);
+  used_.insert(kZooInput);
+  Value v{kZooInput, Shape(dims)};
+  net_.add_input(v.name, TensorDesc{DType::f32, v.shape});
+  return v;
+}
+
+std::string Builder::uniform_param(const std::string& name, const Shape& shape, double bound) {
+  const std::string n = fresh(name);
+  Tensor t(DType::f32, shape);
+  if (options_.initialize) {
+    RngStream rng(options_.seed, "zoo/" + model_ + "/" + n);
+    const auto b = static_cast<float>(bound);
+    for (float& v : t.span<float>()) v = b * (2 * rng.uniform_float() - 1);
+  }
+  net_.feed_tensor(n, t, /*is_param=*/true);
+  return n;
+}
+
+std::string Builder::filled_tensor(const std::string& name, const Shape& shape, float value, bool is_param) {
+  const std::string n = fresh(name);
+  Tensor t(DType::f32, shape);
+  if (value != 0) t.fill(value);
+  net_.feed_tensor(n, t, is_param);
+  return n;
+}
+
+Value Builder::constant(const std::string& name, const Tensor& value) {
+  // A Constant node, not an initializer: formats such as ONNX do not say which initializers are
+  // trainable, and an importer would take a float initializer feeding Mul for a parameter.
+  if (!used_.count(name)) {
+    used_.insert(name);
+    net_.add_node({name, "Constant", "", Attributes{{"value", value}}, {}, {name}});
+  }
+  return {name, value.shape()};
+}
+
+Value Builder::scalar(float v) {
+  return constant("const_f32_" + number_text(v), Tensor::from_values<float>(Shape{}, {v}));
+}
+
+Value Builder::int64s(const std::vector<int64_t>& values) {
+  std::vector<std::string> parts;
+  for (int64_t v : values) parts.push_back(number_text(static_cast<double>(v)));
+  Tensor t(DType::i64, Shape{static_cast<int64_t>(values.size())});
+  std::copy(values.begin(), values.end(), t.data_as<int64_t>());
+  return constant(fmt::format("const_i64_{}", fmt::join(parts, "_")), t);
+}
+
+Value Builder::node(const std::string& op_type, const std::string& scope, const std::vector<std::string>& inputs,
+                    Shape out_shape, Attributes attrs) {
+  const std::string name = fresh(scope);
+  net_.add_node({name, op_type, "", std::move(attrs), inputs, {name}});
+  return {name, std::move(out_shape)};
+}
+
+Value Builder::conv(const Value& x, const std::string& scope, int64_t out_channels, int64_t kernel, int64_t stride,
+                    int64_t pad, bool bias, int64_t groups) {
+  const int64_t in_channels = x.shape[1];
+  D5_CHECK(in_channels % groups == 0 && out_channels % groups == 0, Internal,
+           "layer '{}': {} -> {} channels in {} groups", scope, in_channels, out_channels, groups);
+  const int64_t fan_in = in_channels / groups * kernel * kernel;
+  const double bound = 1 / std::sqrt(static_cast<double>(fan_in));
+  std::vector<std::string> inputs = {
+      x.name, uniform_param(scope + ".weight", Shape{out_channels, in_channels / groups, kernel, kernel}, bound)};
+  if (bias) inputs.push_back(uniform_param(scope + ".bias", Shape{out_channels}, bound));
+  Shape out{x.shape[0], out_channels, window_output(x.shape[2], kernel, stride, pad, scope),
+            window_output(x.shape[3], kernel, stride, pad, scope)};
+  Attributes a{{"kernel_shape", std::vector<int64_t>{kernel, kernel}},
+               {"strides", std::vector<int64_t>{stride, stride}},
+               {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+               {"group", groups}};
+  return node("Conv", scope, inputs, out, std::move(a));
+}
+
+Value Builder::batch_norm(const Value& x, const std::string& scope) {
+  const Shape c{x.shape[1]};
+  std::vector<std::string> inputs = {x.name, filled_tensor(scope + ".weight", c, 1, true),
+                                     filled_tensor(scope + ".bias", c, 0, true),
+                                     filled_tensor(scope + ".running_mean", c, 0, false),
+                                     filled_tensor(scope + ".running_var", c, 1, false)};
+  // PyTorch's momentum 0.1 weighs the new batch; ONNX's momentum weighs the running value.
+  Attributes a{{"epsilon", 1e-5}, {"momentum", 0.9}};
+  if (options_.training) a.set("training_mode", int64_t{1});
+  return node("BatchNormalization", scope, inputs, x.shape, std::move(a));
+}
+
+Value Builder::linear(const Value& x, const std::string& scope, int64_t out_features, bool bias) {
+  const int64_t in_features = x.shape[x.shape.rank() - 1];
+  const double bound = 1 / std::sqrt(static_cast<double>(in_features));
+  if (x.shape.rank() == 2) {
+    std::vector<std::string> inputs = {x.name,
+                                       uniform_param(scope + ".weight", Shape{out_features, in_features}, bound)};
+    if (bias) inputs.push_back(uniform_param(scope + ".bias", Shape{out_features}, bound));
+    return node("Gemm", scope, inputs, Shape{x.shape[0], out_features}, Attributes{{"transB", int64_t{1}}});
+  }
+  // PyTorch's exporter also turns a Linear on 3-D input into MatMul with the transposed weight.
+  const std::string w = uniform_param(scope + ".weight", Shape{in_features, out_features}, bound);
+  Value y = node("MatMul", scope + ".matmul", {x.name, w}, with_last(x.shape, out_features));
+  if (!bias) return y;
+  const std::string b = uniform_param(scope + ".bias", Shape{out_features}, bound);
+  return node("Add", scope, {y.name, b}, y.shape);
+}
+
+Value Builder::layer_norm(const Value& x, const std::string& scope) {
+  const Shape c{x.shape[x.shape.rank() - 1]};
+  std::vector<std::string> inputs = {x.name, filled_tensor(scope + ".weight", c, 1, true),
+                                     filled_tensor(scope + ".bias", c, 0, true)};
+  return node("LayerNormalization", scope, inputs, x.shape, Attributes{{"axis", int64_t{-1}}, {"epsilon", 1e-5}});
+}
+
+Value Builder::lstm_last_hidden(const Value& x, const std::string& scope, int64_t hidden) {
+  const int64_t features = x.shape[2], batch = x.shape[1];
+  const double bound = 1 / std::sqrt(static_cast<double>(hidden));
+  // ONNX packs PyTorch's weight_ih/weight_hh/bias_ih+bias_hh as W, R, B (one direction).
+  std::vector<std::string> inputs = {x.name, uniform_param(scope + ".W", Shape{1, 4 * hidden, features}, bound),
+                                     uniform_param(scope + ".R", Shape{1, 4 * hidden, hidden}, bound),
+                                     uniform_param(scope + ".B", Shape{1, 8 * hidden}, bound)};
+  const std::string name = fresh(scope);
+  const std::string y_h = fresh(scope + ".h_n");
+  net_.add_node({name, "LSTM", "", Attributes{{"hidden_size", hidden}}, inputs, {"", y_h}});
+  return node("Squeeze", scope + ".last", {y_h, int64s({0}).name}, Shape{batch, hidden});
+}
+
+Value Builder::relu(const Value& x, const std::string& scope) { return node("Relu", scope, {x.name}, x.shape); }
+
+Value Builder::relu6(const Value& x, const std::string& scope) {
+  return node("Clip", scope, {x.name, scalar(0).name, scalar(6).name}, x.shape);
+}
+
+Value Builder::gelu(const Value& x, const std::string& scope) {
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  const auto k = static_cast<float>(std::sqrt(2 / std::numbers::pi));
+  Value x2 = mul(x, x, scope + ".x2");
+  Value x3 = mul(x2, x, scope + ".x3");
+  Value inner = add(x, mul(x3, scalar(0.044715f), scope + ".cubic"), scope + ".inner");
+  Value t = node("Tanh", scope + ".tanh", {mul(inner, scalar(k), scope + ".scaled").name}, x.shape);
+  Value half_x = mul(x, scalar(0.5f), scope + ".half");
+  return mul(half_x, add(t, scalar(1), scope + ".one_plus"), scope);
+}
+
+Value Builder::max_pool(const Value& x, const std::string& scope, int64_t kernel, int64_t stride, int64_t pad) {
+  Shape out{x.shape[0], x.shape[1], window_output(x.shape[2], kernel, stride, pad, scope),
+            window_output(x.shape[3], kernel, stride, pad, scope)};
+  Attributes a{{"kernel_shape", std::vector<int64_t>{kernel, kernel}},
+               {"strides", std::vector<int64_t>{stride, stride}},
+               {"pads", std::vector<int64_t>{pad, pad, pad, pad}}};
+  return node("MaxPool", scope, {x.name}, out, std::move(a));
+}
+
+Value Builder::global_avg_pool(const Value& x, const std::string& scope) {
+  return node("GlobalAveragePool", scope, {x.name}, Shape{x.shape[0], x.shape[1], 1, 1});
+}
+
+Value Builder::adaptive_avg_pool(const Value& x, const std::string& scope, int64_t out) {
+  const int64_t h = x.shape[2], w = x.shape[3];
+  if (h == out && w == out) return x;
+  const Shape target{x.shape[0], x.shape[1], out, out};
+  if (h == 1 && w == 1) return node("Expand", scope, {x.name, int64s(target.dims()).name}, target);
+  D5_CHECK_ARG(h == w && h % out == 0,
+               "model '{}': layer '{}' pools a {}x{} feature map to {}x{}, which needs a square map whose side is "
+               "a multiple of {} (or 1); choose another --input-shape",
+               model_, scope, h, w, out, out, out);
+  const int64_t k = h / out;
+  Attributes a{{"kernel_shape", std::vector<int64_t>{k, k}}, {"strides", std::vector<int64_t>{k, k}}};
+  return node("AveragePool", scope, {x.name}, target, std::move(a));
+}
+
+Value Builder::flatten(const Value& x, const std::string& scope) {
+  int64_t rest = 1;
+  for (size_t i = 1; i < x.shape.rank(); ++i) rest *= x.shape[i];
+  return node("Flatten", scope, {x.name}, Shape{x.shape[0], rest}, Attributes{{"axis", int64_t{1}}});
+}
+
+Value Builder::dropout(const Value& x, const std::string& scope, double ratio) {
+  if (!options_.training || ratio == 0) return x;
+  Tensor training = Tensor::from_values<bool>(Shape{}, {true});
+  const std::string mode = constant("const_training_true", training).name;
+  Attributes a{{"seed", static_cast<int64_t>(options_.seed & 0x7fffffffffffffff)}};
+  return node("Dropout", scope, {x.name, scalar(static_cast<float>(ratio)).name, mode}, x.shape, std::move(a));
+}
+
+Value Builder::add(const Value& a, const Value& b, const std::string& scope) {
+  return node("Add", scope, {a.name, b.name}, a.shape.rank() >= b.shape.rank() ? a.shape : b.shape);
+}
+
+Value Builder::mul(const Value& a, const Value& b, const std::string& scope) {
+  return node("Mul", scope, {a.name, b.name}, a.shape.rank() >= b.shape.rank() ? a.shape : b.shape);
+}
+
+Network Builder::finish(const Value& logits) {
+  D5_CHECK(logits.shape == (Shape{options_.batch, options_.classes}), Internal,
+           "model '{}' produced logits of shape {}", model_, logits.shape.to_string());
+  // The last node writes "logits" directly, so the graph names its output for any consumer.
+  const std::string out = kZooLogits;
+  net_.replace_uses(logits.name, out);
+  Node& last = net_.mutable_node(net_.producer(logits.name)->name);
+  for (auto& o : last.outputs)
+    if (o == logits.name) o = out;
+  net_.add_output(out);
+  if (options_.with_loss) {
+    net_.add_input(kZooLabels, TensorDesc{DType::i64, Shape{options_.batch}});
+    net_.add_node({kZooLoss, "SoftmaxCrossEntropyLoss", "", Attributes{{"reduction", std::string("mean")}},
+                   {out, kZooLabels}, {kZooLoss}});
+    net_.add_output(kZooLoss);
+  }
+  return std::move(net_);
+}
+
+}  // namespace d5::zoo

@@ -1,0 +1,139 @@
+// test_executor and test_executor_backprop: every executor against the reference executor, and
+// wrong results caught with the tensor named.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "deep500/executor_validation.h"
+#include "deep500/native_op.h"
+#include "deep500/op_registry.h"
+#include "deep500/operator_executor.h"
+#include "executor_test_nets.h"
+
+namespace d5 {
+namespace {
+
+class ExecutorValidationTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  static void SetUpTestSuite() { register_builtin_operators(); }
+};
+
+void expect_agrees_with_reference(Network& net, int64_t classes, const std::string& backend) {
+  auto ex = make_executor(net, backend);
+  ReferenceExecutor ref(net);
+  const auto feeds = test::feeds_for(net, classes);
+  const auto fwd = test_executor(*ex, feeds, ref);
+  EXPECT_EQ(fwd.state, CaseState::Passed) << fwd.detail;
+  EXPECT_EQ(fwd.outputs.size(), net.outputs().size());
+  const auto bwd = test_executor_backprop(*ex, feeds, "loss_value", ref);
+  EXPECT_EQ(bwd.state, CaseState::Passed) << bwd.detail;
+  // Outputs, the loss, and one entry per parameter gradient.
+  EXPECT_EQ(bwd.outputs.size(), net.outputs().size() + 1 + net.get_params().size()) << bwd.detail;
+  size_t gradients = 0;
+  for (const auto& e : bwd.extra["outputs"])
+    gradients += e["name"].get<std::string>().ends_with("@grad");
+  EXPECT_EQ(gradients, net.get_params().size());
+}
+
+TEST_P(ExecutorValidationTest, OutputsAndEveryGradientMatchTheReference) {
+  const std::string backend = GetParam();
+  {
+    Network net = test::mlp(8, 10, 16, 4);
+    expect_agrees_with_reference(net, 4, backend);
+  }
+  {
+    Network net = test::cnn(4, 3);
+    expect_agrees_with_reference(net, 3, backend);
+  }
+  {
+    Network net = test::residual(4, 8, 3);
+    expect_agrees_with_reference(net, 3, backend);
+  }
+  {
+    Network net = test::shape_chain(3, 3);
+    expect_agrees_with_reference(net, 3, backend);
+  }
+}
+
+std::vector<std::string> backends_to_test() {
+  register_builtin_operators();
+  return executor_backends();
+}
+
+INSTANTIATE_TEST_SUITE_P(Executors, ExecutorValidationTest, ::testing::ValuesIn(backends_to_test()),
+                         [](const auto& info) { return info.param; });
+
+TEST(ExecutorValidation, WrongReferenceOutputsFailNamingTheTensor) {
+  register_builtin_operators();
+  Network net = test::mlp(4, 6, 8, 3);
+  ReferenceExecutor ex(net);
+  const auto feeds = test::feeds_for(net, 3);
+  TensorMap ref = ex.inference(feeds);
+  ref["logits"] = ref["logits"].clone();
+  const auto ok = test_executor(ex, feeds, ref);
+  EXPECT_EQ(ok.state, CaseState::Passed) << ok.detail;
+  ref["logits"].set(5, ref["logits"].get(5) + 0.01);
+  const auto bad = test_executor(ex, feeds, ref);
+  EXPECT_EQ(bad.state, CaseState::Failed);
+  EXPECT_NE(bad.detail.find("output 'logits': 1 of 12 elements outside tolerance; worst element [1, 2]"),
+            std::string::npos)
+      << bad.detail;
+  ref["missing"] = ref["logits"];
+  const auto missing = test_executor(ex, feeds, ref);
+  EXPECT_EQ(missing.state, CaseState::Failed);
+  EXPECT_NE(missing.detail.find("output 'missing' was not produced"), std::string::npos) << missing.detail;
+}
+
+// A Tanh whose backward is 10% off, on a backend of its own: its forward is right, so only the
+// gradients can tell.
+void register_skewed_tanh() {
+  OpRegistry::global().add_or_replace(
+      {"Tanh", "skewed", "skewed", true,
+       [](const OpSpec& s) -> OpCreateResult {
+         return custom_op_from_native(
+             s, {s.inputs[0]},
+             [](std::span<const Tensor> in, std::span<Tensor> out) {
+               for (int64_t i = 0; i < in[0].numel(); ++i) out[0].set(i, std::tanh(in[0].get(i)));
+             },
+             [](std::span<const Tensor> g, std::span<const Tensor>, std::span<const Tensor> out,
+                std::span<Tensor> gin) {
+               for (int64_t i = 0; i < out[0].numel(); ++i)
+                 gin[0].set(i, 1.1 * (1 - out[0].get(i) * out[0].get(i)) * g[0].get(i));
+             },
+             {.implementation = "skewed", .differentiable = {}, .flops = 0});
+       },
+       "a wrong backward, for testing"});
+}
+
+TEST(ExecutorValidation, AWrongGradientFailsNamingTheParameter) {
+  register_builtin_operators();
+  register_skewed_tanh();
+  Network net = test::residual(4, 8, 3);
+  OperatorExecutor ex(net, "skewed", {"skewed", "reference"});
+  EXPECT_EQ(ex.implementations().at("tanh"), "skewed");
+  EXPECT_EQ(ex.fallbacks().size(), net.nodes().size() - 1);  // everything else runs on the reference
+  ReferenceExecutor ref(net);
+  const auto feeds = test::feeds_for(net, 3);
+  EXPECT_EQ(test_executor(ex, feeds, ref).state, CaseState::Passed);
+  const auto r = test_executor_backprop(ex, feeds, "loss_value", ref);
+  EXPECT_EQ(r.state, CaseState::Failed);
+  // A and B sit before the Tanh, so their gradients are 10% off; C after it is right.
+  const bool names_a_or_b = r.detail.find("gradient 'A@grad'") != std::string::npos ||
+                            r.detail.find("gradient 'B@grad'") != std::string::npos;
+  EXPECT_TRUE(names_a_or_b) << r.detail;
+  for (const auto& e : r.extra["outputs"])
+    if (e["name"] == "C@grad") {
+      EXPECT_EQ(e["mismatches"], 0);
+    }
+}
+
+TEST(ExecutorValidation, NetworkToleranceIsTheLoosestOfItsOps) {
+  const Tolerance plain = network_tolerance(DType::f32, {"Relu", "Add"});
+  EXPECT_DOUBLE_EQ(plain.rtol, 1e-4);
+  const Tolerance mixed = network_tolerance(DType::f32, {"Relu", "Gemm", "Tanh"});
+  EXPECT_DOUBLE_EQ(mixed.rtol, 1e-3);  // Gemm's 10x
+  EXPECT_DOUBLE_EQ(mixed.atol, 1e-5);  // 10x for both
+}
+
+}  // namespace
+}  // namespace d5

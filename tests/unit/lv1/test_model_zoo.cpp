@@ -1,0 +1,264 @@
+// The model zoo's structure: the registry, parameter counts against the published ones, shapes,
+// options (classes, input shape, loss, training mode) and errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "deep500/error.h"
+#include "deep500/model_zoo.h"
+
+namespace d5 {
+namespace reference {
+void register_all();
+}
+namespace {
+
+class ModelZooTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { reference::register_all(); }
+};
+
+// Structure tests skip drawing random values: counts and shapes do not depend on them.
+ModelOptions structure_only(int64_t batch = 1) {
+  ModelOptions o;
+  o.batch = batch;
+  o.initialize = false;
+  return o;
+}
+
+int count_ops(const Network& net, const std::string& type) {
+  return static_cast<int>(std::count_if(net.nodes().begin(), net.nodes().end(),
+                                        [&](const Node& n) { return n.op_type == type; }));
+}
+
+TEST_F(ModelZooTest, RegistryHasEveryModelOnce) {
+  std::set<std::string> names;
+  for (const auto& m : zoo_models()) {
+    EXPECT_TRUE(names.insert(m.name).second) << m.name;
+    EXPECT_FALSE(m.description.empty()) << m.name;
+    EXPECT_FALSE(m.default_input.empty()) << m.name;
+    EXPECT_GT(m.default_classes, 0) << m.name;
+  }
+  const std::set<std::string> expected = {"lenet5",    "mlp",       "alexnet",   "vgg11",     "vgg16",
+                                          "resnet18",  "resnet34",  "resnet50",  "resnet101", "resnet152",
+                                          "resnet20",  "resnet32",  "resnet44",  "resnet56",  "resnet110",
+                                          "wrn-28-10", "mobilenet_v2", "lstm",   "transformer"};
+  EXPECT_EQ(names, expected);
+}
+
+TEST_F(ModelZooTest, UnknownModelListsTheNames) {
+  try {
+    build_model("resnet19");
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("unknown model 'resnet19'"), std::string::npos) << m;
+    EXPECT_NE(m.find("resnet18"), std::string::npos) << m;
+    EXPECT_NE(m.find("transformer"), std::string::npos) << m;
+  }
+}
+
+// Published parameter counts (torchvision's model documentation for the ImageNet models; the
+// CIFAR ResNets' counts follow from the architecture: e.g. ResNet-20 = stem 432 + 32 (BN) + stage
+// 1: 6 x (2304 + 32) + stage 2: 4608 + 64 + 5 x (9216 + 64) + stage 3: 18432 + 128 + 5 x (36864 +
+// 128) + fc 650 = 269,722; WRN-28-10's is the authors' 36.5M; LeNet-5: 156 + 2416 + 48120 + 10164 +
+// 850). MLP, LSTM and Transformer are this zoo's own designs; their counts are derived in the
+// comments of their builders and checked here so a change shows.
+struct CountCase {
+  const char* model;
+  int64_t parameters;
+};
+
+class ParameterCount : public ModelZooTest, public ::testing::WithParamInterface<CountCase> {};
+
+TEST_P(ParameterCount, MatchesThePublishedNumber) {
+  const auto [model, expected] = GetParam();
+  Network net = build_model(model, structure_only());
+  EXPECT_EQ(net.parameter_count(), expected) << model;
+  // Running statistics are constants, not parameters; every parameter is f32.
+  for (const auto& p : net.get_params()) {
+    EXPECT_EQ(p.find("running_"), std::string::npos) << p;
+    EXPECT_EQ(net.fetch_tensor(p).dtype(), DType::f32) << p;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Zoo, ParameterCount,
+    ::testing::Values(CountCase{"lenet5", 61'706}, CountCase{"mlp", 535'818}, CountCase{"alexnet", 61'100'840},
+                      CountCase{"vgg11", 132'863'336}, CountCase{"vgg16", 138'357'544},
+                      CountCase{"resnet18", 11'689'512}, CountCase{"resnet34", 21'797'672},
+                      CountCase{"resnet50", 25'557'032}, CountCase{"resnet101", 44'549'160},
+                      CountCase{"resnet152", 60'192'808}, CountCase{"resnet20", 269'722},
+                      CountCase{"resnet32", 464'154}, CountCase{"resnet44", 658'586},
+                      CountCase{"resnet56", 853'018}, CountCase{"resnet110", 1'727'962},
+                      CountCase{"wrn-28-10", 36'479'194}, CountCase{"mobilenet_v2", 3'504'872},
+                      CountCase{"lstm", 82'186}, CountCase{"transformer", 406'154}),
+    [](const auto& info) {
+      std::string n = info.param.model;
+      std::replace(n.begin(), n.end(), '-', '_');
+      return n;
+    });
+
+// Every parameter feeds a differentiable input (so training updates it) and nothing else does:
+// the rule importers use to tell parameters from constants agrees with the builders' marking.
+TEST_F(ModelZooTest, ParametersAreExactlyTheTrainableInitializers) {
+  for (const auto& m : zoo_models()) {
+    SCOPED_TRACE(m.name);
+    ModelOptions o = structure_only(2);
+    o.with_loss = true;
+    o.training = true;
+    Network net = build_model(m.name, o);
+    const auto marked = net.get_params();
+    EXPECT_EQ(net.mark_parameters_by_use(), static_cast<int>(marked.size()));
+    EXPECT_EQ(net.get_params(), marked);
+  }
+}
+
+TEST_F(ModelZooTest, ParameterNamesFollowPyTorch) {
+  Network net = build_model("resnet18", structure_only());
+  for (const char* p : {"conv1.weight", "bn1.weight", "bn1.bias", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight",
+                        "layer2.0.downsample.1.bias", "layer4.1.bn2.weight", "fc.weight", "fc.bias"})
+    EXPECT_TRUE(net.is_param(p)) << p;
+  EXPECT_TRUE(net.is_initializer("layer3.1.bn1.running_var"));
+  EXPECT_FALSE(net.is_param("layer3.1.bn1.running_var"));
+  EXPECT_EQ(net.fetch_tensor("fc.weight").shape(), (Shape{1000, 512}));
+}
+
+// Every model infers (shapes and dtypes through the reference operators) at a small batch, with
+// and without the loss, and its logits have the expected shape.
+TEST_F(ModelZooTest, EveryModelInfersWithAndWithoutLoss) {
+  for (const auto& m : zoo_models()) {
+    SCOPED_TRACE(m.name);
+    for (bool loss : {false, true}) {
+      ModelOptions o = structure_only(2);
+      o.with_loss = loss;
+      Network net = build_model(m.name, o);
+      ASSERT_NO_THROW(net.infer());
+      std::vector<int64_t> in = {2};
+      in.insert(in.end(), m.default_input.begin(), m.default_input.end());
+      EXPECT_EQ(net.desc(kZooInput), (TensorDesc{DType::f32, Shape(in)}));
+      EXPECT_EQ(net.desc(kZooLogits).shape, (Shape{2, m.default_classes}));
+      if (loss) {
+        EXPECT_EQ(net.outputs(), (std::vector<std::string>{kZooLogits, kZooLoss}));
+        EXPECT_EQ(net.inputs(), (std::vector<std::string>{kZooInput, kZooLabels}));
+        EXPECT_EQ(net.desc(kZooLabels), (TensorDesc{DType::i64, Shape{2}}));
+        EXPECT_EQ(net.desc(kZooLoss).shape, Shape{});
+        EXPECT_EQ(count_ops(net, "SoftmaxCrossEntropyLoss"), 1);
+      } else {
+        EXPECT_EQ(net.outputs(), (std::vector<std::string>{kZooLogits}));
+        EXPECT_EQ(net.inputs(), (std::vector<std::string>{kZooInput}));
+      }
+    }
+  }
+}
+
+TEST_F(ModelZooTest, ClassesAndInputShapeAreOptions) {
+  ModelOptions o = structure_only(3);
+  o.classes = 7;
+  o.input_shape = {3, 64, 64};
+  Network net = build_model("resnet18", o);
+  EXPECT_EQ(net.desc(kZooLogits).shape, (Shape{3, 7}));
+  EXPECT_EQ(net.parameter_count(), 11'689'512 - 993 * 513);  // fc: 512x7 + 7 instead of 512x1000 + 1000
+
+  // VGG's adaptive pooling to 7x7: a 32x32 input leaves a 1x1 map (replicated by Expand), a
+  // 448x448 one leaves 14x14 (average-pooled by 2).
+  o.input_shape = {3, 32, 32};
+  EXPECT_EQ(build_model("vgg11", o).desc(kZooLogits).shape, (Shape{3, 7}));
+  o.input_shape = {3, 448, 448};
+  Network big = build_model("vgg11", o);
+  EXPECT_EQ(count_ops(big, "AveragePool"), 1);
+  EXPECT_EQ(big.desc(kZooLogits).shape, (Shape{3, 7}));
+
+  o.input_shape = {50, 12};
+  Network lstm = build_model("lstm", o);
+  EXPECT_EQ(lstm.desc(kZooLogits).shape, (Shape{3, 7}));
+  EXPECT_EQ(lstm.fetch_tensor("lstm.W").shape(), (Shape{1, 512, 12}));
+  Network tr = build_model("transformer", o);
+  EXPECT_EQ(tr.desc(kZooLogits).shape, (Shape{3, 7}));
+}
+
+TEST_F(ModelZooTest, BadOptionsAreNamed) {
+  ModelOptions o = structure_only();
+  o.input_shape = {3, 32};
+  try {
+    build_model("resnet18", o);
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("C,H,W"), std::string::npos) << e.what();
+  }
+  o.input_shape = {3, 8, 8};  // too small for AlexNet's 11x11 stride-4 stem and three poolings
+  try {
+    build_model("alexnet", o);
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("alexnet"), std::string::npos) << m;
+    EXPECT_NE(m.find("--input-shape"), std::string::npos) << m;
+  }
+  o.input_shape = {3, 96, 96};  // VGG: a 3x3 map cannot be pooled to 7x7
+  EXPECT_THROW(build_model("vgg16", o), InvalidArgument);
+  o.input_shape = {};
+  o.batch = 0;
+  EXPECT_THROW(build_model("lenet5", o), InvalidArgument);
+  o.batch = 1;
+  o.classes = -2;
+  EXPECT_THROW(build_model("lenet5", o), InvalidArgument);
+}
+
+TEST_F(ModelZooTest, TrainingModeSwitchesBatchNormAndDropout) {
+  ModelOptions o = structure_only(2);
+  Network eval = build_model("mobilenet_v2", o);
+  o.training = true;
+  Network train = build_model("mobilenet_v2", o);
+  EXPECT_EQ(count_ops(eval, "Dropout"), 0);  // eval mode leaves Dropout out, as PyTorch's export
+  EXPECT_EQ(count_ops(train, "Dropout"), 1);
+  EXPECT_EQ(count_ops(train, "BatchNormalization"), count_ops(eval, "BatchNormalization"));
+  EXPECT_EQ(count_ops(train, "BatchNormalization"), 52);  // stem, 17 blocks (2 or 3 each), head
+  for (const auto& n : train.nodes()) {
+    if (n.op_type == "BatchNormalization") {
+      EXPECT_EQ(n.attrs.get_int("training_mode", 0), 1) << n.name;
+      EXPECT_EQ(n.outputs.size(), 1u) << n.name;  // running statistics are not asked for
+    }
+    if (n.op_type == "Dropout") {
+      ASSERT_EQ(n.inputs.size(), 3u);
+      ASSERT_NE(train.known_value(n.inputs[2]), nullptr);
+      EXPECT_EQ(train.known_value(n.inputs[2])->get(0), 1);
+      EXPECT_FLOAT_EQ(static_cast<float>(train.known_value(n.inputs[1])->get(0)), 0.2f);
+    }
+  }
+  for (const auto& n : eval.nodes()) {
+    if (n.op_type == "BatchNormalization") {
+      EXPECT_FALSE(n.attrs.has("training_mode")) << n.name;
+    }
+  }
+  EXPECT_EQ(train.parameter_count(), eval.parameter_count());
+  o.with_loss = true;
+  EXPECT_NO_THROW(build_model("transformer", o).infer());
+  EXPECT_EQ(count_ops(build_model("transformer", o), "Dropout"), 9);  // embedding + 4 per layer
+}
+
+TEST_F(ModelZooTest, ArchitecturesHaveTheirBlocks) {
+  // Bottlenecks from 50 layers on: 3 convolutions per block plus 4 projections and the stem.
+  EXPECT_EQ(count_ops(build_model("resnet50", structure_only()), "Conv"), 1 + 16 * 3 + 4);
+  EXPECT_EQ(count_ops(build_model("resnet152", structure_only()), "Conv"), 1 + 50 * 3 + 4);
+  EXPECT_EQ(count_ops(build_model("resnet34", structure_only()), "Conv"), 1 + 16 * 2 + 3);
+  // CIFAR ResNets: option-A shortcuts add no convolution: 1 + 2 * 3n.
+  Network r110 = build_model("resnet110", structure_only());
+  EXPECT_EQ(count_ops(r110, "Conv"), 1 + 2 * 54);
+  EXPECT_EQ(count_ops(r110, "Pad"), 2);
+  EXPECT_EQ(count_ops(build_model("wrn-28-10", structure_only()), "Conv"), 1 + 2 * 12 + 3);
+  Network mb = build_model("mobilenet_v2", structure_only());
+  int depthwise = 0;
+  for (const auto& n : mb.nodes())
+    if (n.op_type == "Conv" && n.attrs.get_int("group", 1) > 1) ++depthwise;
+  EXPECT_EQ(depthwise, 17);
+  Network tr = build_model("transformer", structure_only());
+  EXPECT_EQ(count_ops(tr, "Softmax"), 2);
+  EXPECT_EQ(count_ops(tr, "LayerNormalization"), 4);
+  EXPECT_EQ(count_ops(tr, "Tanh"), 2);  // one GELU per layer
+  EXPECT_EQ(count_ops(build_model("lstm", structure_only()), "LSTM"), 1);
+}
+
+}  // namespace
+}  // namespace d5

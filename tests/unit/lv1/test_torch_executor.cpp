@@ -1,0 +1,403 @@
+// The LibTorch graph executor against the reference: outputs and every parameter gradient of small
+// networks, parameters shared with the network without copies, events, fallbacks and bad input.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "backends/torch/torch_executor.h"
+#include "deep500/error.h"
+#include "deep500/graph_executor.h"
+#include "deep500/op_registry.h"
+#include "deep500/rng.h"
+#include "deep500/validation.h"
+#include "reference_loop.h"
+
+namespace d5 {
+namespace {
+
+using test::reference_run;
+
+// f32 through a few layers: ATen accumulates dot products and convolutions in f32 (blocked), the
+// reference in double, so single results differ by a few ulps of the accumulated magnitude;
+// through three or four layers and a backward pass those grow to ~1e-5 relative. 1e-4 relative
+// (and 1e-5 absolute for values near zero) leaves a margin and still catches any wrong formula,
+// which errs by far more than 1e-2.
+constexpr Tolerance kTol{1e-4, 1e-5};
+
+Tensor random(DType t, const Shape& shape, const std::string& name, double lo = -1, double hi = 1) {
+  Tensor x(t, shape);
+  RngStream r(77, name);
+  for (int64_t i = 0; i < x.numel(); ++i) x.set(i, is_floating(t) ? r.uniform(lo, hi) : std::floor(r.uniform(lo, hi)));
+  return x;
+}
+
+void param(Network& net, const std::string& name, const Shape& shape, double scale = 0.5) {
+  net.feed_tensor(name, random(DType::f32, shape, name, -scale, scale), true);
+}
+
+void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what, Tolerance tol = kTol) {
+  ASSERT_TRUE(actual.defined()) << what;
+  ASSERT_EQ(actual.shape(), expected.shape()) << what;
+  const auto c = compare_output(actual, expected, tol, 0);
+  EXPECT_EQ(c.mismatches + c.nonfinite_mismatches, 0) << what << ": " << describe_worst(c, expected.shape());
+}
+
+// Runs a training step on the torch executor and checks the outputs, the loss and every
+// parameter gradient against the reference loop.
+void expect_step_matches_reference(Network& net, GraphExecutor& ex, const TensorMap& feeds, const std::string& loss,
+                                   Tolerance tol = kTol) {
+  const auto ref = reference_run(net, feeds, loss);
+  const auto out = ex.inference_and_backprop(feeds, loss);
+  for (const auto& name : net.outputs()) expect_close(out.at(name), ref.values.at(name), "output " + name, tol);
+  expect_close(out.at(loss), ref.values.at(loss), "loss", tol);
+  ASSERT_FALSE(net.gradient().empty());
+  for (const auto& [p, g] : net.gradient()) expect_close(net.fetch_tensor(g), ref.gradients.at(g), g, tol);
+}
+
+class TorchExecutorTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { register_builtin_operators(); }
+};
+
+// x[8,16] -> Gemm -> Relu -> Gemm -> logits; SoftmaxCrossEntropyLoss(logits, labels) -> loss.
+Network mlp() {
+  Network net("mlp");
+  net.add_input("x", TensorDesc{DType::f32, Shape{8, 16}});
+  net.add_input("labels", TensorDesc{DType::i64, Shape{8}});
+  param(net, "W1", Shape{32, 16});
+  param(net, "b1", Shape{32});
+  param(net, "W2", Shape{10, 32});
+  param(net, "b2", Shape{10});
+  const Attributes tb{{"transB", int64_t{1}}};
+  net.add_node({"fc1", "Gemm", "", tb, {"x", "W1", "b1"}, {"h"}});
+  net.add_node({"relu", "Relu", "", {}, {"h"}, {"a"}});
+  net.add_node({"fc2", "Gemm", "", tb, {"a", "W2", "b2"}, {"logits"}});
+  net.add_node({"xent", "SoftmaxCrossEntropyLoss", "", {}, {"logits", "labels"}, {"loss"}});
+  net.add_output("logits");
+  return net;
+}
+
+TensorMap mlp_feeds(int seed = 0) {
+  return {{"x", random(DType::f32, Shape{8, 16}, fmt::format("x{}", seed))},
+          {"labels", random(DType::i64, Shape{8}, fmt::format("labels{}", seed), 0, 10)}};
+}
+
+// x[4,3,12,12] -> Conv(pad 1) -> BatchNormalization (training mode) -> Relu -> MaxPool 2x2 ->
+// Flatten -> Gemm -> SoftmaxCrossEntropyLoss.
+Network cnn() {
+  Network net("cnn");
+  net.add_input("x", TensorDesc{DType::f32, Shape{4, 3, 12, 12}});
+  net.add_input("labels", TensorDesc{DType::i64, Shape{4}});
+  param(net, "conv_w", Shape{6, 3, 3, 3});
+  param(net, "conv_b", Shape{6});
+  param(net, "bn_scale", Shape{6});
+  param(net, "bn_bias", Shape{6});
+  net.feed_tensor("bn_mean", Tensor(DType::f32, Shape{6}));
+  Tensor var(DType::f32, Shape{6});
+  var.fill(1);
+  net.feed_tensor("bn_var", var);
+  param(net, "fc_w", Shape{5, 6 * 6 * 6}, 0.1);
+  param(net, "fc_b", Shape{5});
+  net.add_node({"conv", "Conv", "", Attributes{{"pads", std::vector<int64_t>{1, 1, 1, 1}}},
+                {"x", "conv_w", "conv_b"}, {"c"}});
+  net.add_node({"bn", "BatchNormalization", "", Attributes{{"training_mode", int64_t{1}}},
+                {"c", "bn_scale", "bn_bias", "bn_mean", "bn_var"}, {"n"}});
+  net.add_node({"relu", "Relu", "", {}, {"n"}, {"r"}});
+  net.add_node({"pool", "MaxPool", "", Attributes{{"kernel_shape", std::vector<int64_t>{2, 2}},
+                                                  {"strides", std::vector<int64_t>{2, 2}}},
+                {"r"}, {"p"}});
+  net.add_node({"flat", "Flatten", "", {}, {"p"}, {"f"}});
+  net.add_node({"fc", "Gemm", "", Attributes{{"transB", int64_t{1}}}, {"f", "fc_w", "fc_b"}, {"logits"}});
+  net.add_node({"xent", "SoftmaxCrossEntropyLoss", "", {}, {"logits", "labels"}, {"loss"}});
+  net.add_output("logits");
+  return net;
+}
+
+TEST_F(TorchExecutorTest, MlpStepMatchesReference) {
+  Network net = mlp();
+  auto ex = make_executor(net, "torch");
+  EXPECT_EQ(ex->backend(), "torch");
+  expect_step_matches_reference(net, *ex, mlp_feeds(), "loss");
+  EXPECT_TRUE(ex->fallbacks().empty());
+  EXPECT_EQ(ex->implementations().at("fc1"), "torch:at::addmm");
+  const auto mem = ex->memory();
+  EXPECT_GT(mem.peak_rss_bytes, 0);
+  EXPECT_EQ(mem.peak_tensor_bytes, -1);
+}
+
+TEST_F(TorchExecutorTest, InferenceMatchesReferenceAndStoresOutputs) {
+  Network net = mlp();
+  auto ex = make_executor(net, "torch");
+  const auto feeds = mlp_feeds(3);
+  const auto ref = reference_run(net, feeds);
+  const auto out = ex->inference(feeds);
+  ASSERT_EQ(out.size(), 1u);
+  expect_close(out.at("logits"), ref.values.at("logits"), "logits");
+  expect_close(net.fetch_tensor("logits"), ref.values.at("logits"), "stored logits");
+  EXPECT_FALSE(net.has_value("W1@grad"));  // inference computes no gradient
+}
+
+TEST_F(TorchExecutorTest, CnnWithBatchNormStepMatchesReference) {
+  Network net = cnn();
+  auto ex = make_executor(net, "torch");
+  const TensorMap feeds{{"x", random(DType::f32, Shape{4, 3, 12, 12}, "img")},
+                        {"labels", random(DType::i64, Shape{4}, "lab", 0, 5)}};
+  expect_step_matches_reference(net, *ex, feeds, "loss");
+  EXPECT_TRUE(ex->fallbacks().empty());
+  EXPECT_EQ(ex->implementations().at("conv"), "torch:at::convolution");
+}
+
+// h feeds two nodes (a residual block): its gradient is the sum of both paths'.
+TEST_F(TorchExecutorTest, ResidualFanOutSumsGradients) {
+  Network net("residual");
+  net.add_input("x", TensorDesc{DType::f32, Shape{6, 8}});
+  net.add_input("target", TensorDesc{DType::f32, Shape{6, 8}});
+  param(net, "W1", Shape{8, 8});
+  param(net, "W2", Shape{8, 8});
+  param(net, "W3", Shape{8, 8});
+  net.add_node({"mm1", "MatMul", "", {}, {"x", "W1"}, {"h"}});
+  net.add_node({"act", "Tanh", "", {}, {"h"}, {"a"}});
+  net.add_node({"mm2", "MatMul", "", {}, {"a", "W2"}, {"b"}});
+  net.add_node({"add", "Add", "", {}, {"a", "b"}, {"s"}});
+  net.add_node({"mm3", "MatMul", "", {}, {"s", "W3"}, {"y"}});
+  net.add_node({"mul", "Mul", "", {}, {"y", "a"}, {"z"}});
+  net.add_node({"mse", "MSELoss", "", {}, {"z", "target"}, {"loss"}});
+  net.add_output("z");
+  auto ex = make_executor(net, "torch");
+  const TensorMap feeds{{"x", random(DType::f32, Shape{6, 8}, "rx")}, {"target", random(DType::f32, Shape{6, 8}, "rt")}};
+  expect_step_matches_reference(net, *ex, feeds, "loss");
+}
+
+// AveragePool with dilations has no ATen kernel: the node runs the reference operator inside the
+// autograd graph, and gradients still flow through it to the convolution before it.
+TEST_F(TorchExecutorTest, RefusedNodeRunsTheReferenceInsideAutograd) {
+  Network net("fallback");
+  net.add_input("x", TensorDesc{DType::f32, Shape{2, 2, 7, 7}});
+  net.add_input("labels", TensorDesc{DType::i64, Shape{2}});
+  param(net, "cw", Shape{3, 2, 2, 2});
+  param(net, "fw", Shape{4, 3 * 4 * 4});
+  net.add_node({"conv", "Conv", "", {}, {"x", "cw"}, {"c"}});
+  net.add_node({"pool", "AveragePool", "", Attributes{{"kernel_shape", std::vector<int64_t>{2, 2}},
+                                                      {"dilations", std::vector<int64_t>{2, 2}}},
+                {"c"}, {"p"}});
+  net.add_node({"flat", "Flatten", "", {}, {"p"}, {"f"}});
+  net.add_node({"fc", "Gemm", "", Attributes{{"transB", int64_t{1}}}, {"f", "fw"}, {"logits"}});
+  net.add_node({"xent", "SoftmaxCrossEntropyLoss", "", {}, {"logits", "labels"}, {"loss"}});
+  net.add_output("logits");
+  auto ex = make_executor(net, "torch");
+  const TensorMap feeds{{"x", random(DType::f32, Shape{2, 2, 7, 7}, "fx")},
+                        {"labels", random(DType::i64, Shape{2}, "fl", 0, 4)}};
+  expect_step_matches_reference(net, *ex, feeds, "loss");
+  const auto fb = ex->fallbacks();
+  ASSERT_EQ(fb.size(), 1u);
+  EXPECT_EQ(fb[0].first, "pool");
+  EXPECT_NE(fb[0].second.find("dilations"), std::string::npos) << fb[0].second;
+  EXPECT_EQ(ex->implementations().at("pool").rfind("reference (fallback: ", 0), 0u) << ex->implementations().at("pool");
+  // Inference runs the same fallback without autograd.
+  const auto ref = reference_run(net, feeds);
+  expect_close(ex->inference(feeds).at("logits"), ref.values.at("logits"), "inference logits");
+}
+
+// An optimizer that updates parameters in place on the network's buffers is seen by the next
+// step with no re-wrapping; a parameter replaced with feed_tensor is seen too (one re-wrap).
+TEST_F(TorchExecutorTest, ParameterUpdatesAreSeenWithoutCopies) {
+  Network net = mlp();
+  auto ex_base = make_executor(net, "torch");
+  auto* ex = dynamic_cast<torch_backend::TorchExecutor*>(ex_base.get());
+  ASSERT_NE(ex, nullptr);
+  const auto feeds = mlp_feeds(1);
+  ex->inference_and_backprop(feeds, "loss");
+  const int64_t wraps = ex->wrap_count();
+  const Tensor g0 = net.fetch_tensor("W1@grad");
+  for (int step = 0; step < 2; ++step) {
+    // SGD in place: p -= 0.1 * g, on the very buffers the network holds.
+    for (const auto& [p, g] : net.gradient()) {
+      Tensor pt = net.fetch_tensor(p);
+      const Tensor gt = net.fetch_tensor(g);
+      for (int64_t i = 0; i < pt.numel(); ++i) pt.set(i, pt.get(i) - 0.1 * gt.get(i));
+    }
+    expect_step_matches_reference(net, *ex, feeds, "loss");
+  }
+  EXPECT_EQ(ex->wrap_count(), wraps);
+  // The gradient tensors are the network's, reused by every step.
+  EXPECT_EQ(net.fetch_tensor("W1@grad").data(), g0.data());
+
+  Tensor fresh = random(DType::f32, Shape{32, 16}, "fresh W1");
+  net.feed_tensor("W1", fresh);
+  expect_step_matches_reference(net, *ex, feeds, "loss");
+  EXPECT_EQ(ex->wrap_count(), wraps + 1);
+  EXPECT_EQ(ex->plan_count(), 1);  // parameters do not change the network's version
+}
+
+TEST_F(TorchExecutorTest, GraphChangesArePlannedAgain) {
+  Network net = mlp();
+  auto ex_base = make_executor(net, "torch");
+  auto* ex = dynamic_cast<torch_backend::TorchExecutor*>(ex_base.get());
+  ASSERT_NE(ex, nullptr);
+  ex->inference(mlp_feeds());
+  net.add_node({"sig", "Sigmoid", "", {}, {"logits"}, {"probs"}});
+  net.add_output("probs");
+  const auto ref = reference_run(net, mlp_feeds());
+  const auto out = ex->inference(mlp_feeds());
+  expect_close(out.at("probs"), ref.values.at("probs"), "probs");
+  EXPECT_EQ(ex->plan_count(), 2);
+}
+
+// A gradient tensor the user put in the network (say, an optimizer's own buffer) is where autograd
+// writes; it is overwritten, not accumulated into.
+TEST_F(TorchExecutorTest, GradientsLandInTheNetworksGradientTensors) {
+  Network net = mlp();
+  Tensor mine(DType::f32, Shape{10, 32});
+  mine.fill(123);
+  net.feed_tensor("W2@grad", mine);
+  auto ex = make_executor(net, "torch");
+  const auto feeds = mlp_feeds(2);
+  expect_step_matches_reference(net, *ex, feeds, "loss");
+  EXPECT_EQ(net.fetch_tensor("W2@grad").data(), mine.data());
+  expect_step_matches_reference(net, *ex, feeds, "loss");  // a second step does not accumulate
+}
+
+// Dropout in a training step draws a new mask each step, and the gradient goes through the mask
+// the step applied: with y = Dropout(x * w), dloss/dw = (mask * scale * x) summed = y / w.
+TEST_F(TorchExecutorTest, DropoutDrawsAFreshMaskPerStep) {
+  Network net("dropout");
+  net.add_input("x", TensorDesc{DType::f32, Shape{64}});
+  net.feed_tensor("training", Tensor::from_values<bool>(Shape{}, {true}));
+  net.feed_tensor("ratio", Tensor::from_values<float>(Shape{}, {0.5f}));
+  param(net, "w", Shape{64});
+  net.add_node({"mul", "Mul", "", {}, {"x", "w"}, {"m"}});
+  net.add_node({"drop", "Dropout", "", {}, {"m", "ratio", "training"}, {"y"}});
+  net.add_node({"sum", "ReduceSum", "", Attributes{{"keepdims", int64_t{0}}}, {"y"}, {"loss"}});
+  net.add_output("y");
+  auto ex = make_executor(net, "torch");
+  const TensorMap feeds{{"x", random(DType::f32, Shape{64}, "dx", 0.5, 1)}};
+  const Tensor y1 = ex->inference_and_backprop(feeds, "loss").at("y");
+  const Tensor g1 = net.fetch_tensor("w@grad").clone();
+  const Tensor y2 = ex->inference_and_backprop(feeds, "loss").at("y");
+  const Tensor w = net.fetch_tensor("w");
+  int64_t dropped = 0, differ = 0;
+  for (int64_t i = 0; i < 64; ++i) {
+    dropped += y1.get(i) == 0;
+    differ += (y1.get(i) == 0) != (y2.get(i) == 0);
+    EXPECT_NEAR(g1.get(i), y1.get(i) / w.get(i), 1e-5) << i;
+  }
+  // 64 draws at ratio 0.5: 0 or 64 drops, or equal masks twice, have probability ~1e-19.
+  EXPECT_GT(dropped, 0);
+  EXPECT_LT(dropped, 64);
+  EXPECT_GT(differ, 0);
+}
+
+// Records events as "before fc1 forward" strings.
+struct Recorder : ExecutorEvent {
+  std::vector<std::string> log;
+  std::map<std::string, std::vector<Tensor>> backward_outputs;  // node -> gradients it produced
+  std::string stop_before;                                      // "node pass" to stop at
+  static const char* name(Pass p) { return p == Pass::forward ? "forward" : "backward"; }
+  bool before_operator(const Node& node, Pass pass, std::span<const Tensor>) override {
+    log.push_back(fmt::format("before {} {}", node.name, name(pass)));
+    return stop_before != fmt::format("{} {}", node.name, name(pass));
+  }
+  bool after_operator(const Node& node, Pass pass, std::span<const Tensor> outputs) override {
+    log.push_back(fmt::format("after {} {}", node.name, name(pass)));
+    if (pass == Pass::backward)
+      for (const auto& t : outputs) backward_outputs[node.name].push_back(t.defined() ? t.clone() : Tensor());
+    return true;
+  }
+  void after_inference(const TensorMap&) override { log.push_back("after inference"); }
+  void after_backprop(const TensorMap& g) override { log.push_back(fmt::format("after backprop {}", g.size())); }
+};
+
+size_t position(const std::vector<std::string>& log, const std::string& entry) {
+  const auto it = std::find(log.begin(), log.end(), entry);
+  EXPECT_NE(it, log.end()) << entry;
+  return static_cast<size_t>(it - log.begin());
+}
+
+TEST_F(TorchExecutorTest, EventsCoverEveryNodeInBothPasses) {
+  Network net = mlp();
+  auto ex = make_executor(net, "torch");
+  auto rec = std::make_shared<Recorder>();
+  ex->add_event(rec);
+  const auto feeds = mlp_feeds(4);
+  expect_step_matches_reference(net, *ex, feeds, "loss");  // events change nothing computed
+  const auto& log = rec->log;
+  const std::vector<std::string> nodes{"fc1", "relu", "fc2", "xent"};
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const auto& n = nodes[k];
+    EXPECT_LT(position(log, "before " + n + " forward"), position(log, "after " + n + " forward"));
+    EXPECT_LT(position(log, "after inference"), position(log, "before " + n + " backward"));
+    EXPECT_LT(position(log, "before " + n + " backward"), position(log, "after " + n + " backward"));
+    EXPECT_LT(position(log, "after " + n + " backward"), position(log, "after backprop 4"));
+    if (k > 0) {
+      EXPECT_LT(position(log, "after " + nodes[k - 1] + " forward"), position(log, "before " + n + " forward"));
+      // Reverse order in backward: a node's backward ends before its producer's begins.
+      EXPECT_LT(position(log, "after " + n + " backward"), position(log, "before " + nodes[k - 1] + " backward"));
+    }
+  }
+  // fc2's backward produces the gradients of its inputs a, W2 and b2; W2's and b2's are the
+  // parameters' whole gradients, as fc2 is their only reader.
+  const auto& g = rec->backward_outputs.at("fc2");
+  ASSERT_EQ(g.size(), 3u);
+  expect_close(g[1], net.fetch_tensor("W2@grad"), "fc2's gradient for W2");
+  expect_close(g[2], net.fetch_tensor("b2@grad"), "fc2's gradient for b2");
+  // fc1 reads the graph input x, which needs no gradient.
+  const auto& g1 = rec->backward_outputs.at("fc1");
+  ASSERT_EQ(g1.size(), 3u);
+  EXPECT_FALSE(g1[0].defined());
+}
+
+TEST_F(TorchExecutorTest, AnEventStopsTheRun) {
+  Network net = mlp();
+  auto ex = make_executor(net, "torch");
+  auto rec = std::make_shared<Recorder>();
+  ex->add_event(rec);
+  rec->stop_before = "fc2 forward";
+  const auto out = ex->inference(mlp_feeds());
+  EXPECT_TRUE(ex->stopped());
+  EXPECT_TRUE(out.empty());  // logits were never computed
+  EXPECT_EQ(rec->log.back(), "before fc2 forward");
+
+  rec->log.clear();
+  rec->stop_before = "relu backward";
+  const auto train = ex->inference_and_backprop(mlp_feeds(), "loss");
+  EXPECT_TRUE(ex->stopped());
+  EXPECT_EQ(train.count("loss"), 1u);  // the forward pass completed
+  EXPECT_EQ(std::count(rec->log.begin(), rec->log.end(), "before fc1 backward"), 0);
+  EXPECT_EQ(std::count(rec->log.begin(), rec->log.end(), "after backprop 4"), 0);
+
+  rec->stop_before.clear();
+  ex->inference(mlp_feeds());
+  EXPECT_FALSE(ex->stopped());
+}
+
+TEST_F(TorchExecutorTest, BadInputIsNamed) {
+  Network net = mlp();
+  auto ex = make_executor(net, "torch");
+  try {
+    ex->inference_and_backprop(mlp_feeds(), "no_such_tensor");
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("'no_such_tensor'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ex->inference_and_backprop(mlp_feeds(), "logits"), InvalidArgument);  // not one value
+  TensorMap missing = mlp_feeds();
+  missing.erase("labels");
+  EXPECT_THROW(ex->inference(missing), InvalidArgument);
+  TensorMap wrong = mlp_feeds();
+  wrong["x"] = Tensor(DType::f32, Shape{8, 15});
+  EXPECT_THROW(ex->inference(wrong), InvalidArgument);
+  // Labels out of range: ATen's error, named after the node, not a crash.
+  TensorMap bad_labels = mlp_feeds();
+  bad_labels["labels"].fill(99);
+  try {
+    ex->inference_and_backprop(bad_labels, "loss");
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("'xent'"), std::string::npos) << e.what();
+  }
+  // Inference runs only what the graph outputs need, and the loss is not among it.
+  EXPECT_NO_THROW(ex->inference(bad_labels));
+}
+
+}  // namespace
+}  // namespace d5
