@@ -11,14 +11,15 @@
 namespace d5::cli {
 
 LoadedNetwork load_network(const std::string& model, int64_t batch, NetMode mode) {
+  // A file is an ONNX model.
   if (std::filesystem::exists(model)) {
 #ifdef D5_HAVE_ONNX
-    ImportOptions options;
-    options.batch = batch;
-    // An ONNX file does not say which tensor is a loss: train-step takes it from --loss.
-    return LoadedNetwork{import_onnx_file(model, options), "onnx:" + model, ""};
+    ImportOptions io;
+    io.batch = batch;  // symbolic first dimensions; a model exported for a fixed batch keeps it
+    return LoadedNetwork{import_onnx_file(model, io), "onnx:" + model, ""};
 #else
-    D5_THROW(Unimplemented, "'{}': this d5 was built without ONNX, so it cannot load model files", model);
+    D5_THROW(Unimplemented, "'{}': this d5 was built without ONNX support (libonnx-dev), so it cannot load model "
+             "files", model);
 #endif
   }
   ModelOptions options;
