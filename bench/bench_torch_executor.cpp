@@ -8,14 +8,19 @@
 // inference_and_backprop (gradients land in the network's d5 tensors); the hand-written one sets
 // the parameters' .grad to none (torch's zero_grad default), runs the ATen ops and
 // loss.backward(). Rounds alternate which side goes first, in one process, so load changes hit
-// both alike; the ratio of each round's medians gives a median with its 95% CI. Target: <= 1.03.
+// both alike (steps alternate within a round too); the ratio of each round's medians gives a median
+// with its 95% CI. Target: <= 1.03. --threads sets ATen's thread count (0: its default);
+// --gradients copy,accumulate times the executor with each way of landing gradients in the network.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <iostream>
 
+#include "backends/torch/torch_executor.h"
 #include "bench_util.h"
 #include "deep500/graph_executor.h"
 #include "deep500/manifest.h"
@@ -181,28 +186,54 @@ at::Tensor aten_of(const Tensor& t) {
                        at::TensorOptions().dtype(t.dtype() == DType::i64 ? at::kLong : at::kFloat));
 }
 
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// One executor variant's figures against the hand-written step.
+struct Side {
+  std::string sink;                        // "copy" or "accumulate" (TorchExecutor's GradientSink)
+  std::vector<double> ratios, cpu_ratios;  // per round: median step / hand-written median step
+  double median_s = 0;                     // median over rounds of the round's median step
+};
+
 struct Measured {
-  std::vector<double> ratios;
-  double executor_median = 0, hand_median = 0, zero_grad_median = 0;
+  std::vector<Side> sides;
+  double hand_median = 0, zero_grad_median = 0;
   int runs = 0;
 };
 
-Measured measure(const Workload& w, int rounds, double round_seconds) {
-  Network net(w.name);
-  D5Model dm{net};
-  net.add_input("x", TensorDesc{DType::f32, w.input});
-  net.add_input("labels", TensorDesc{DType::i64, Shape{w.input[0]}});
-  const std::string loss = w.build(dm, "x", "labels");
-  net.infer();
+torch_backend::GradientSink sink_of(const std::string& name) {
+  D5_CHECK_ARG(name == "copy" || name == "accumulate", "unknown gradient sink '{}' (copy, accumulate)", name);
+  return name == "copy" ? torch_backend::GradientSink::copy : torch_backend::GradientSink::accumulate;
+}
+
+// The workload's network; every call builds the same one (same parameter values).
+std::unique_ptr<Network> build_network(const Workload& w, std::string* loss) {
+  auto net = std::make_unique<Network>(w.name);
+  D5Model dm{*net};
+  net->add_input("x", TensorDesc{DType::f32, w.input});
+  net->add_input("labels", TensorDesc{DType::i64, Shape{w.input[0]}});
+  *loss = w.build(dm, "x", "labels");
+  net->infer();
+  return net;
+}
+
+Measured measure(const Workload& w, const std::vector<std::string>& sinks, int rounds, double round_seconds) {
+  std::string loss;
+  // One network per executor: an executor replaces gradient tensors it did not make, so two on
+  // one network would allocate them anew at every step.
+  std::vector<std::unique_ptr<Network>> nets;
+  for (size_t k = 0; k < std::max<size_t>(1, sinks.size()); ++k) nets.push_back(build_network(w, &loss));
+  const Network& net = *nets[0];
 
   Tensor x(DType::f32, w.input), labels(DType::i64, Shape{w.input[0]});
   RngStream r(7, w.name);
   for (int64_t i = 0; i < x.numel(); ++i) x.set(i, r.uniform(-1, 1));
   for (int64_t i = 0; i < labels.numel(); ++i) labels.set(i, static_cast<double>(r.below(w.classes)));
   const TensorMap feeds{{"x", x}, {"labels", labels}};
-  auto ex = make_executor(net, "torch");
-  D5_CHECK(ex->fallbacks().empty(), Internal, "{}: the torch executor falls back on node {}", w.name,
-           ex->fallbacks()[0].first);
 
   std::map<std::string, at::Tensor> params;
   for (const auto& name : net.get_params()) params[name] = aten_of(net.fetch_tensor(name)).clone().requires_grad_(true);
@@ -214,46 +245,71 @@ Measured measure(const Workload& w, int rounds, double round_seconds) {
     hand_loss = w.forward(am, ax, alabels);
     hand_loss.backward();
   };
-  auto executor_step = [&] { ex->inference_and_backprop(feeds, loss); };
-
-  // Same computation: the first steps' losses and one gradient agree.
-  executor_step();
   hand_step();
-  const double d5_loss = net.fetch_tensor(loss).get(0), aten_loss = hand_loss.item<double>();
-  D5_CHECK(std::abs(d5_loss - aten_loss) <= 1e-4 * std::abs(aten_loss) + 1e-5, Internal,
-           "{}: executor loss {} differs from the hand-written step's {}", w.name, d5_loss, aten_loss);
-  const std::string first_w = net.get_params().front();
-  const Tensor g = net.fetch_tensor(Network::gradient_name(first_w));
-  D5_CHECK(at::allclose(aten_of(g), params.at(first_w).grad(), 1e-3, 1e-5), Internal,
-           "{}: gradients of '{}' differ between the executor and the hand-written step", w.name, first_w);
 
-  // What landing gradients in the network's tensors costs beyond autograd: zeroing them per step.
+  // One executor per gradient sink.
+  Measured m;
+  std::vector<std::unique_ptr<torch_backend::TorchExecutor>> executors;
+  std::vector<std::function<void()>> steps;
+  for (size_t k = 0; k < sinks.size(); ++k) {
+    const std::string& sink = sinks[k];
+    Network& net = *nets[k];
+    executors.push_back(std::make_unique<torch_backend::TorchExecutor>(net, ExecutorOptions{}));
+    auto& ex = *executors.back();
+    ex.set_gradient_sink(sink_of(sink));
+    D5_CHECK(ex.fallbacks().empty(), Internal, "{}: the torch executor falls back on node {}", w.name,
+             ex.fallbacks()[0].first);
+    steps.push_back([&ex, &feeds, &loss] { ex.inference_and_backprop(feeds, loss); });
+    // Same computation: the first step's loss and every gradient agree with the hand-written step.
+    steps.back()();
+    const double d5_loss = net.fetch_tensor(loss).get(0), aten_loss = hand_loss.item<double>();
+    D5_CHECK(std::abs(d5_loss - aten_loss) <= 1e-4 * std::abs(aten_loss) + 1e-5, Internal,
+             "{}: executor loss {} differs from the hand-written step's {}", w.name, d5_loss, aten_loss);
+    for (const auto& [p, gname] : net.gradient())
+      D5_CHECK(at::allclose(aten_of(net.fetch_tensor(gname)), params.at(p).grad(), 1e-3, 1e-5), Internal,
+               "{} ({}): gradients of '{}' differ between the executor and the hand-written step", w.name, sink, p);
+    m.sides.push_back(Side{sink, {}, {}, 0});
+  }
+  steps.push_back(hand_step);
+
+  // The zeroing pass the accumulate sink adds to a step.
   std::vector<at::Tensor> grads;
   for (const auto& [p, gname] : net.gradient()) grads.push_back(aten_of(net.fetch_tensor(gname)));
-  Measured m;
   m.zero_grad_median = median(hand_loop([&] {
     for (auto& t : grads) t.zero_();
   }, 20));
 
   const double probe = median(hand_loop(hand_step, 2));
   m.runs = static_cast<int>(std::clamp(round_seconds / probe, 1.0, 200.0));
-  std::vector<double> e_meds, h_meds;
+  // Each step is timed by the wall clock and by the process's CPU time: on a loaded machine the
+  // wall clock also counts the time other processes held the cores, CPU time only ours.
+  auto timed = [](const std::function<void()>& f, std::vector<double>& wall, std::vector<double>& cpu) {
+    const double c0 = process_cpu_seconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    cpu.push_back(process_cpu_seconds() - c0);
+  };
+  const size_t n = steps.size(), hand = n - 1;
+  std::vector<std::vector<double>> meds(n);
   for (int round = 0; round <= rounds; ++round) {
-    std::vector<double> e, h;
-    if (round % 2 == 0) {
-      e = hand_loop(executor_step, m.runs);
-      h = hand_loop(hand_step, m.runs);
-    } else {
-      h = hand_loop(hand_step, m.runs);
-      e = hand_loop(executor_step, m.runs);
+    // The sides take turns step by step, and which one leads rotates, so a load change on the
+    // machine hits all of them alike.
+    std::vector<std::vector<double>> wall(n), cpu(n);
+    for (int i = 0; i < m.runs; ++i)
+      for (size_t k = 0; k < n; ++k) {
+        const size_t side = (k + static_cast<size_t>(round + i)) % n;
+        timed(steps[side], wall[side], cpu[side]);
+      }
+    if (round == 0) continue;  // warms allocators and caches for every side
+    for (size_t k = 0; k < n; ++k) meds[k].push_back(median(wall[k]));
+    for (size_t k = 0; k < hand; ++k) {
+      m.sides[k].ratios.push_back(median(wall[k]) / median(wall[hand]));
+      m.sides[k].cpu_ratios.push_back(median(cpu[k]) / median(cpu[hand]));
     }
-    if (round == 0) continue;  // warms allocators and caches for both sides
-    m.ratios.push_back(median(e) / median(h));
-    e_meds.push_back(median(e));
-    h_meds.push_back(median(h));
   }
-  m.executor_median = median(e_meds);
-  m.hand_median = median(h_meds);
+  for (size_t k = 0; k < hand; ++k) m.sides[k].median_s = median(meds[k]);
+  m.hand_median = median(meds[hand]);
   return m;
 }
 
@@ -263,16 +319,17 @@ int main(int argc, char** argv) try {
   set_invocation(argc, argv);
   const Args args(argc, argv,
                   {{"networks", "lenet5,resnet18"}, {"rounds", "10"}, {"round-seconds", "1"},
-                   {"resnet-image", "224"}, {"json", ""}});
+                   {"lenet-batch", "64"}, {"resnet-batch", "16"}, {"resnet-image", "224"}, {"threads", "0"}, {"gradients", "copy"}, {"json", ""}});
   register_builtin_operators();
+  if (args.integer("threads") > 0) at::set_num_threads(args.integer("threads"));
   const int rounds = args.integer("rounds");
   D5_CHECK_ARG(rounds >= 6, "--rounds must be >= 6 for a 95% CI of the median, got {}", rounds);
   const int64_t image = args.integer("resnet-image");
   const std::vector<Workload> all{
-      {"lenet5", Shape{64, 1, 28, 28}, 10,
+      {"lenet5", Shape{args.integer("lenet-batch"), 1, 28, 28}, 10,
        [](D5Model& m, const std::string& x, const std::string& l) { return lenet5(m, x, l); },
        [](AtenModel& m, const at::Tensor& x, const at::Tensor& l) { return lenet5(m, x, l); }},
-      {"resnet18", Shape{16, 3, image, image}, 1000,
+      {"resnet18", Shape{args.integer("resnet-batch"), 3, image, image}, 1000,
        [](D5Model& m, const std::string& x, const std::string& l) { return resnet18(m, x, l); },
        [](AtenModel& m, const at::Tensor& x, const at::Tensor& l) { return resnet18(m, x, l); }}};
 
@@ -282,22 +339,26 @@ int main(int argc, char** argv) try {
   for (const auto& name : args.list("networks")) {
     const auto w = std::find_if(all.begin(), all.end(), [&](const Workload& x) { return x.name == name; });
     D5_CHECK_ARG(w != all.end(), "unknown network '{}' (lenet5, resnet18)", name);
-    const auto m = measure(*w, rounds, args.number("round-seconds"));
-    std::cout << fmt::format(
-        "{:<9} batch {:>3}  executor {:>9.3f} ms  hand-written {:>9.3f} ms  ({} runs/round)  ratio {}  (target <= "
-        "1.03)\n",
-        w->name, w->input[0], m.executor_median * 1e3, m.hand_median * 1e3, m.runs, with_ci(m.ratios));
-    std::cout << fmt::format("          zeroing the network's gradient tensors: {:.3f} ms per step ({:.2f}% of the "
+    const auto m = measure(*w, args.list("gradients"), rounds, args.number("round-seconds"));
+    std::cout << fmt::format("{:<9} batch {:>3}  hand-written {:>9.3f} ms  ({} runs/round)\n", w->name, w->input[0],
+                             m.hand_median * 1e3, m.runs);
+    for (const auto& side : m.sides) {
+      std::cout << fmt::format("  executor ({:<10}) {:>9.3f} ms  ratio {}  CPU-time ratio {}  (target <= 1.03)\n",
+                               side.sink, side.median_s * 1e3, with_ci(side.ratios), with_ci(side.cpu_ratios));
+      res.cases.push_back(ratio_case(fmt::format("{} ({})", w->name, side.sink), "torch",
+                                     {{"batch", w->input[0]}, {"input", w->input.to_string()}, {"gradients", side.sink}},
+                                     side.ratios,
+                                     {{"target", "<= 1.03"},
+                                      {"executor_median_s", side.median_s},
+                                      {"hand_written_median_s", m.hand_median},
+                                      {"cpu_time_ratios", side.cpu_ratios},
+                                      {"zero_grad_median_s", m.zero_grad_median},
+                                      {"runs_per_round", m.runs}}));
+      res.cases.back().level = "L1";
+    }
+    std::cout << fmt::format("  zeroing the network's gradient tensors: {:.3f} ms per step ({:.2f}% of the "
                              "hand-written step)\n",
                              m.zero_grad_median * 1e3, 100 * m.zero_grad_median / m.hand_median);
-    res.cases.push_back(ratio_case(w->name, "torch", {{"batch", w->input[0]}, {"input", w->input.to_string()}},
-                                   m.ratios,
-                                   {{"target", "<= 1.03"},
-                                    {"executor_median_s", m.executor_median},
-                                    {"hand_written_median_s", m.hand_median},
-                                    {"zero_grad_median_s", m.zero_grad_median},
-                                    {"runs_per_round", m.runs}}));
-    res.cases.back().level = "L1";
   }
   if (!args.str("json").empty()) {
     res.manifest = make_manifest({});

@@ -25,7 +25,6 @@ struct TorchExecutor::Step {
   std::vector<at::ScalarType> out_type;
   std::vector<bool> wanted;           // outputs the node names (kernels may skip the others' work)
   std::vector<int> release;           // slots nothing reads after this step
-  bool for_outputs = false;           // a graph output depends on it (inference runs only these)
 };
 
 // A value the steps read that no step computes: a parameter (re-bound to the network's buffer at
@@ -110,7 +109,8 @@ void TorchExecutor::plan() {
   std::vector<bool> produced;
   for (const Node* node : net.topological_order()) {
     if (net.is_folded(node->name)) continue;
-    const OpSpec& spec = net.spec(node->name);
+    OpSpec spec = net.spec(node->name);
+    spec.workspace_limit = options_.workspace_limit;
     Step s;
     s.node = node;
     std::vector<Refusal> refusals;
@@ -134,16 +134,6 @@ void TorchExecutor::plan() {
     steps_.push_back(std::move(s));
   }
   for (const auto& name : net.outputs()) slot(name);
-
-  // What the graph outputs depend on, walking producers back from them.
-  std::vector<bool> needed(slot_of_.size(), false);
-  for (const auto& name : net.outputs()) needed[static_cast<size_t>(slot_of_.at(name))] = true;
-  for (auto s = steps_.rbegin(); s != steps_.rend(); ++s) {
-    for (int o : s->out) s->for_outputs = s->for_outputs || (o >= 0 && needed[static_cast<size_t>(o)]);
-    if (s->for_outputs)
-      for (int i : s->in)
-        if (i >= 0) needed[static_cast<size_t>(i)] = true;
-  }
 
   // Values no step computes.
   std::vector<bool> computed(slot_of_.size(), false);
@@ -183,9 +173,28 @@ void TorchExecutor::plan() {
     if (last_reader[i] >= 0 && !keep_[i]) steps_[static_cast<size_t>(last_reader[i])].release.push_back(int(i));
 
   env_.assign(slot_of_.size(), at::Tensor());
+  active_.clear();
   planned_version_ = net.version();
   planned_ = true;
   ++plan_count_;
+}
+
+const std::vector<bool>& TorchExecutor::active_steps(int loss_slot) {
+  auto [it, added] = active_.try_emplace(loss_slot);
+  if (!added) return it->second;
+  // What the graph outputs and the loss depend on, walking producers back from them.
+  std::vector<bool> needed(slot_of_.size(), false);
+  for (const auto& name : network_.outputs()) needed[static_cast<size_t>(slot_of_.at(name))] = true;
+  if (loss_slot >= 0) needed[static_cast<size_t>(loss_slot)] = true;
+  std::vector<bool>& active = it->second;
+  active.assign(steps_.size(), false);
+  for (size_t k = steps_.size(); k-- > 0;) {
+    for (int o : steps_[k].out) active[k] = active[k] || (o >= 0 && needed[static_cast<size_t>(o)]);
+    if (active[k])
+      for (int i : steps_[k].in)
+        if (i >= 0) needed[static_cast<size_t>(i)] = true;
+  }
+  return active;
 }
 
 void TorchExecutor::bind_values(bool training) {
@@ -199,23 +208,25 @@ void TorchExecutor::bind_values(bool training) {
       b.held = current;
       b.value = view_keeping(current);
       if (b.trainable) b.value.requires_grad_(true);
-      b.grad_view = at::Tensor();
       ++wrap_count_;
     }
     if (training && b.trainable) {
-      // The gradient lands in the tensor the network holds under the gradient name; a new one is
-      // made (once) when there is none of the right descriptor.
+      // The gradient lands in a tensor of this executor's that the network holds under the
+      // gradient name, made once. When the network holds another one (fed by the user or by
+      // another executor), that one is replaced, never written: whoever holds it keeps its values.
       const std::string gname = Network::gradient_name(b.name);
-      Tensor g = network_.has_value(gname) ? network_.fetch_tensor(gname) : Tensor();
-      if (!g.defined() || g.desc() != current.desc() || g.is_view()) {
-        g = Tensor(current.desc());
-        network_.feed_tensor(gname, g);
+      const bool ours = b.grad.defined() && b.grad.desc() == current.desc() && network_.has_value(gname) &&
+                        network_.fetch_tensor(gname).data() == b.grad.data();
+      if (!ours) {
+        b.grad = Tensor(current.desc());
+        b.grad_view = view_keeping(b.grad);
+        network_.feed_tensor(gname, b.grad);
       }
-      if (!b.grad_view.defined() || g.data() != b.grad.data()) {
-        b.grad = g;
-        b.grad_view = view_keeping(g);
-      }
-      b.value.mutable_grad() = b.grad_view;
+      // accumulate: autograd adds into the view; copy: .grad stays unset (autograd::grad).
+      if (gradient_sink_ == GradientSink::accumulate)
+        b.value.mutable_grad() = b.grad_view;
+      else if (b.value.grad().defined())
+        b.value.mutable_grad().reset();
     }
     env_[static_cast<size_t>(b.slot)] = b.value;
   }
@@ -227,8 +238,10 @@ void TorchExecutor::bind_feeds(const TensorMap& feeds) {
 
 bool TorchExecutor::forward(bool training, int keep_slot) {
   const bool events = !events_.empty();
-  for (auto& s : steps_) {
-    if (!training && !s.for_outputs) continue;
+  const auto& active = active_steps(keep_slot);
+  for (size_t k = 0; k < steps_.size(); ++k) {
+    if (!active[k]) continue;
+    Step& s = steps_[k];
     Call c;
     c.in.resize(s.in.size());
     for (size_t i = 0; i < s.in.size(); ++i)
@@ -278,12 +291,31 @@ TensorMap TorchExecutor::store_outputs(const std::vector<std::string>& names) {
 }
 
 void TorchExecutor::backward(const at::Tensor& loss) {
+  std::vector<Binding*> trained;
+  std::vector<at::Tensor> leaves;
   for (auto& b : bindings_)
-    if (b.trainable) b.grad_view.zero_();
+    if (b.trainable) {
+      trained.push_back(&b);
+      leaves.push_back(b.value);
+    }
+  const bool accumulate = gradient_sink_ == GradientSink::accumulate;
   // A loss that no parameter reaches leaves every gradient zero.
-  if (!loss.requires_grad()) return;
+  if (accumulate || !loss.requires_grad())
+    for (auto* b : trained) b->grad_view.zero_();
+  if (!loss.requires_grad() || trained.empty()) return;
   try {
-    loss.backward();
+    if (accumulate) {
+      loss.backward();
+      return;
+    }
+    const auto grads = torch::autograd::grad({loss}, leaves, {}, /*retain_graph=*/false, /*create_graph=*/false,
+                                             /*allow_unused=*/true);
+    for (size_t k = 0; k < trained.size(); ++k) {
+      if (grads[k].defined())
+        trained[k]->grad_view.copy_(grads[k]);
+      else
+        trained[k]->grad_view.zero_();  // the loss does not depend on this parameter
+    }
   } catch (const StopBackward&) {
     stopped_ = true;
   } catch (const c10::Error& e) {
@@ -296,7 +328,7 @@ TensorMap TorchExecutor::inference(const TensorMap& feeds) {
   if (!planned_ || network_.version() != planned_version_) plan();
   check_feeds(feeds);
   const DeterminismScope determinism(options_.deterministic);
-  reset_peak_rss();
+  begin_memory();
   fire_before_executor(feeds);
   bind_values(false);
   bind_feeds(feeds);
@@ -308,6 +340,7 @@ TensorMap TorchExecutor::inference(const TensorMap& feeds) {
     outputs = store_outputs(network_.outputs());
   }
   std::fill(env_.begin(), env_.end(), at::Tensor());
+  end_memory();
   if (done) fire_after_inference(outputs);
   fire_after_executor(outputs);
   return outputs;
@@ -325,7 +358,7 @@ TensorMap TorchExecutor::inference_and_backprop(const TensorMap& feeds, const st
                "network '{}': loss '{}' must be one floating-point value, but it is {}", network_.name(), loss,
                loss_desc.to_string());
   const DeterminismScope determinism(options_.deterministic);
-  reset_peak_rss();
+  begin_memory();
   fire_before_executor(feeds);
   bind_values(true);
   bind_feeds(feeds);
@@ -342,6 +375,7 @@ TensorMap TorchExecutor::inference_and_backprop(const TensorMap& feeds, const st
     }
   }
   std::fill(env_.begin(), env_.end(), at::Tensor());
+  end_memory();
   if (!stopped_) {
     TensorMap gradients;
     for (const auto& b : bindings_)
@@ -354,6 +388,8 @@ TensorMap TorchExecutor::inference_and_backprop(const TensorMap& feeds, const st
 
 std::map<std::string, std::string> TorchExecutor::implementations() const {
   std::map<std::string, std::string> out;
+  for (const auto& n : network_.nodes())
+    if (network_.is_folded(n.name)) out[n.name] = "folded (computed at inference)";
   for (const auto& s : steps_) {
     if (s.torch) {
       out[s.node->name] = s.op->implementation();
@@ -369,10 +405,13 @@ std::map<std::string, std::string> TorchExecutor::implementations() const {
 
 std::vector<std::pair<std::string, std::string>> TorchExecutor::fallbacks() const { return fallbacks_; }
 
-ExecutorMemory TorchExecutor::memory() const {
-  ExecutorMemory m;
-  m.peak_rss_bytes = peak_rss_bytes();
-  return m;
+void TorchExecutor::begin_memory() {
+  memory_ = ExecutorMemory{};
+  if (measure_rss_) reset_peak_rss();
+}
+
+void TorchExecutor::end_memory() {
+  if (measure_rss_) memory_.peak_rss_bytes = peak_rss_bytes();
 }
 
 }  // namespace d5::torch_backend

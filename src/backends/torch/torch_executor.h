@@ -9,10 +9,10 @@
 // Parameters and constants are at::Tensor views of the network's own d5 buffers (at::from_blob),
 // made again only when the network holds another buffer for the name (after feed_tensor), so an
 // optimizer that writes parameters in place is seen without any copy. In a training step the
-// parameters are autograd leaves whose .grad views the d5 gradient tensor the network stores under
-// Network::gradient_name(param): the executor zeroes it and autograd accumulates into it, so
-// gradients land where optimizers read them without a copy. Those gradient tensors are reused by
-// every step (clone one to keep it).
+// parameters are autograd leaves, and their gradients land in the d5 tensors the network stores
+// under Network::gradient_name(param) (see GradientSink). Those tensors are the executor's own,
+// made once and reused by every step (clone one to keep it); a gradient tensor someone else put
+// in the network is replaced, never written.
 #include <ATen/ATen.h>
 
 #include <cstdint>
@@ -28,6 +28,16 @@ namespace d5::torch_backend {
 
 class TorchOp;
 
+// How gradients reach the network's d5 gradient tensors.
+enum class GradientSink {
+  // torch::autograd::grad returns each parameter's gradient (ATen's own buffer, as a hand-written
+  // loop's AccumulateGrad would steal it) and the executor copies it into the d5 tensor: one pass.
+  copy,
+  // Each leaf's .grad is a view of the d5 tensor, zeroed before the step, and autograd's
+  // AccumulateGrad adds into it: no copy, but a zeroing pass and an add instead of a steal.
+  accumulate,
+};
+
 class TorchExecutor final : public GraphExecutor {
  public:
   TorchExecutor(Network& network, const ExecutorOptions& options);
@@ -38,10 +48,17 @@ class TorchExecutor final : public GraphExecutor {
   TensorMap inference_and_backprop(const TensorMap& feeds, const std::string& loss) override;
   std::map<std::string, std::string> implementations() const override;
   std::vector<std::pair<std::string, std::string>> fallbacks() const override;
-  // peak_rss_bytes: the process's RSS high-water mark over the last run (reset before it; the
-  // process-wide peak where the kernel refuses the reset). ATen's CPU allocator keeps no byte
-  // counter, so peak_tensor_bytes is -1.
-  ExecutorMemory memory() const override;
+  // peak_rss_bytes: with set_measure_rss(true), the process's RSS high-water mark over the last
+  // call (reset before it; the process-wide peak where the kernel refuses the reset), else -1.
+  // ATen's CPU allocator keeps no byte counter, so peak_tensor_bytes is always -1.
+  ExecutorMemory memory() const override { return memory_; }
+  // Off by default: the two /proc accesses cost tens of microseconds, which every timed call
+  // would count as executor time (as OperatorExecutorOptions::measure_rss).
+  void set_measure_rss(bool measure) { measure_rss_ = measure; }
+
+  // The default is copy, measured the cheaper (docs/torch-executor.md).
+  void set_gradient_sink(GradientSink sink) { gradient_sink_ = sink; }
+  GradientSink gradient_sink() const { return gradient_sink_; }
 
   // How many times a parameter or constant was wrapped as an at::Tensor (once per buffer): tests
   // check that in-place updates cause none and feed_tensor causes one.
@@ -54,10 +71,15 @@ class TorchExecutor final : public GraphExecutor {
   struct Binding;
 
   void plan();
+  // Which steps run for a call: those the graph outputs or the loss (slot; -1 in inference)
+  // depend on. Cached per loss until the next plan.
+  const std::vector<bool>& active_steps(int loss_slot);
+  void begin_memory();
+  void end_memory();
   void bind_values(bool training);
   void bind_feeds(const TensorMap& feeds);
-  // Runs every step; false when an event stopped the run. keep_slot (the loss) outlives its last
-  // reader.
+  // Runs the active steps; false when an event stopped the run. keep_slot (the loss) outlives its
+  // last reader.
   bool forward(bool training, int keep_slot);
   TensorMap store_outputs(const std::vector<std::string>& names);
   void backward(const at::Tensor& loss);
@@ -72,6 +94,10 @@ class TorchExecutor final : public GraphExecutor {
   std::vector<at::Tensor> env_;                // the current value of every slot
   std::vector<bool> keep_;                     // slots never released during a run (graph outputs, ...)
   std::vector<std::pair<std::string, std::string>> fallbacks_;
+  std::map<int, std::vector<bool>> active_;
+  bool measure_rss_ = false;
+  ExecutorMemory memory_;
+  GradientSink gradient_sink_ = GradientSink::copy;
   int64_t wrap_count_ = 0;
   int64_t plan_count_ = 0;
 };
