@@ -39,10 +39,11 @@ TEST(CliNet, InferenceOnEveryExecutorIsValidatedAndTimed) {
     const auto* tensor_bytes = find_metric(c, "peak_tensor_bytes");
     ASSERT_TRUE(tensor_bytes) << c["name"];
     // LibTorch's CPU allocator keeps no count of live bytes: the torch executor says so instead.
-    if (c["backend"] == "torch")
+    if (c["backend"] == "torch") {
       EXPECT_FALSE((*tensor_bytes)["available"].get<bool>()) << c["name"];
-    else
+    } else {
       EXPECT_GT((*tensor_bytes)["samples"][0].get<double>(), 0) << c["name"];
+    }
     EXPECT_FALSE(c["extra"]["implementations"].empty());
   }
   EXPECT_TRUE(backends.count("reference"));
