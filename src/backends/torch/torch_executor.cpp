@@ -106,7 +106,6 @@ void TorchExecutor::plan() {
   auto slot = [&](const std::string& name) { return slot_of_.try_emplace(name, int(slot_of_.size())).first->second; };
   for (const auto& name : net.inputs()) input_slots_.emplace_back(name, slot(name));
 
-  std::vector<bool> produced;
   for (const Node* node : net.topological_order()) {
     if (net.is_folded(node->name)) continue;
     OpSpec spec = net.spec(node->name);
@@ -116,11 +115,12 @@ void TorchExecutor::plan() {
     std::vector<Refusal> refusals;
     s.op = OpRegistry::global().create_with_fallback(spec, {"torch", "reference"}, &refusals);
     s.torch = dynamic_cast<TorchOp*>(s.op.get());
-    if (!s.torch) {
+    // Refusals mean the torch backend did not take the node: a fallback. An operator the torch
+    // backend itself gave that is no TorchOp is a custom operator registered on it (it runs its
+    // own code inside autograd, but is not a fallback).
+    if (!refusals.empty()) {
       std::string why;
       for (const auto& r : refusals) why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", r.implementation, r.reason);
-      if (why.empty()) why = fmt::format("{} has no ATen kernel; it runs its own forward and backward",
-                                         s.op->implementation());
       fallbacks_.emplace_back(node->name, why);
     }
     for (size_t i = 0; i < spec.inputs.size(); ++i) s.in.push_back(spec.has_input(i) ? slot(node->inputs[i]) : -1);
@@ -256,11 +256,11 @@ bool TorchExecutor::forward(bool training, int keep_slot) {
         });
     }
     std::vector<at::Tensor> res = s.torch ? s.torch->run_aten(c) : run_operator(*s.op, c.in);
-    for (size_t k = 0; k < res.size(); ++k) {
-      if (s.out[k] < 0) continue;
-      if (res[k].scalar_type() != s.out_type[k]) res[k] = res[k].to(s.out_type[k]);
+    for (size_t j = 0; j < res.size(); ++j) {
+      if (s.out[j] < 0) continue;
+      if (res[j].scalar_type() != s.out_type[j]) res[j] = res[j].to(s.out_type[j]);
       // Kernels read their inputs as the contiguous views TorchOp gives them.
-      if (!res[k].is_contiguous()) res[k] = res[k].contiguous();
+      if (!res[j].is_contiguous()) res[j] = res[j].contiguous();
     }
     if (events) {
       if (training)
@@ -269,8 +269,8 @@ bool TorchExecutor::forward(bool training, int keep_slot) {
         });
       if (!fire_after_operator(*s.node, Pass::forward, EventViews(res).views)) return false;
     }
-    for (size_t k = 0; k < res.size(); ++k)
-      if (s.out[k] >= 0) env_[static_cast<size_t>(s.out[k])] = std::move(res[k]);
+    for (size_t j = 0; j < res.size(); ++j)
+      if (s.out[j] >= 0) env_[static_cast<size_t>(s.out[j])] = std::move(res[j]);
     for (int i : s.release)
       if (i != keep_slot) env_[static_cast<size_t>(i)] = at::Tensor();
   }
@@ -390,16 +390,8 @@ std::map<std::string, std::string> TorchExecutor::implementations() const {
   std::map<std::string, std::string> out;
   for (const auto& n : network_.nodes())
     if (network_.is_folded(n.name)) out[n.name] = "folded (computed at inference)";
-  for (const auto& s : steps_) {
-    if (s.torch) {
-      out[s.node->name] = s.op->implementation();
-      continue;
-    }
-    std::string why;
-    for (const auto& [node, reason] : fallbacks_)
-      if (node == s.node->name) why = reason;
-    out[s.node->name] = fmt::format("{} (fallback: {})", s.op->implementation(), why);
-  }
+  for (const auto& s : steps_) out[s.node->name] = s.op->implementation();
+  for (const auto& [node, why] : fallbacks_) out[node] = fmt::format("{} (fallback: {})", out[node], why);
   return out;
 }
 
