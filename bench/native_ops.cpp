@@ -19,12 +19,13 @@ namespace d5::bench {
 
 namespace {
 
-int64_t param(const Problem& p, const char* key) { return p.params.at(key).get<int64_t>(); }
+[[maybe_unused]] int64_t param(const Problem& p, const char* key) { return p.params.at(key).get<int64_t>(); }
 
 struct ConvDims {
   int64_t n, c, h, w, k, fh, fw, ph, pw, sh, sw, oh, ow;
 };
-ConvDims conv_dims(const Problem& p) {
+// Unused when the program has neither native library (nothing to compare with).
+[[maybe_unused]] ConvDims conv_dims(const Problem& p) {
   ConvDims d{param(p, "n"), param(p, "c"), param(p, "h"), param(p, "w"), param(p, "k"), param(p, "filter_h"),
              param(p, "filter_w"), param(p, "pad_h"), param(p, "pad_w"), param(p, "hstride"), param(p, "wstride"),
              0, 0};

@@ -48,5 +48,11 @@ if [ -x "$BUILD_DIR/bin/d5_bench_reference_vs_onednn" ]; then
   "$BUILD_DIR/bin/d5_bench_reference_vs_onednn" --json "$OUT/bench-reference-vs-onednn.json"
 fi
 
+if [ -x "$BUILD_DIR/bin/d5_bench_onnx_import" ]; then
+  echo
+  echo "== Level 1: ONNX import time of ResNet-50 (exported by python3-torch)"
+  "$BUILD_DIR/bin/d5_bench_onnx_import" || true
+fi
+
 echo
 echo "Results are in $OUT/"

@@ -44,18 +44,23 @@ class NodeTimer : public ExecutorEvent {
 };
 
 struct BreakdownRow {
-  std::string name;     // node name, or op type in the per-type table
+  std::string name;  // node name, or op type in the per-type table
   std::string op_type;
   std::string implementation;  // per node; "" per type
   Pass pass = Pass::forward;
-  int64_t nodes = 1;    // nodes of this type (per-type rows)
-  double seconds = 0;   // median per executor call (per-type rows: sum of the nodes' medians)
-  double percent = 0;   // of the median executor call time
+  int64_t nodes = 1;   // nodes of this type (per-type rows)
+  // Mean per executor call: total time over the calls, so that rows and the time outside
+  // operators add up to the calls' total even when noise hits a different node in each call
+  // (medians per node would not).
+  double seconds = 0;
+  double median_seconds = 0;  // per call; per-type rows: sum of the nodes' medians
+  double percent = 0;         // of the executor calls' total time
 };
 
 struct Breakdown {
   int64_t calls = 0;
-  double executor_seconds = 0;  // median wall time of one executor call
+  double executor_seconds = 0;  // mean wall time of one executor call
+  double executor_median_seconds = 0;
   double operator_seconds = 0;  // sum of all rows' seconds
   // Executor time outside operators (events, allocation, bookkeeping), as % of the call time.
   double outside_percent = 0;
@@ -78,16 +83,18 @@ std::string format_breakdown(const Breakdown& b, size_t max_rows = 20);
 // repeats rounds until the median ratio's CI is tight. loss "" measures inference, else a
 // training step (forward and backward on both sides).
 struct FrameworkOverhead {
-  MetricRecord ratio;             // "framework_overhead": one sample per round; median and 95% CI
-  MetricRecord executor_time;     // "executor_time": seconds per round
-  MetricRecord operators_time;    // "operators_time": the individual operators' sum per round
+  MetricRecord ratio;           // "framework_overhead": one sample per round; median and 95% CI
+  MetricRecord executor_time;   // "executor_time": seconds per round
+  MetricRecord operators_time;  // "operators_time": the individual operators' sum per round
   RunOutcome outcome;
   std::vector<std::string> op_backends;
-  int64_t operators = 0;          // operator calls per round
+  int64_t operators = 0;  // operator calls per round
 };
-// op_backends empty: {executor.backend()} followed by "reference" when that is another backend.
-FrameworkOverhead framework_overhead(GraphExecutor& executor, const TensorMap& feeds, const std::string& loss = "",
-                                     std::vector<std::string> op_backends = {}, const RunSettings& settings = {});
+// op_backends empty: an OperatorExecutor's own backend list (and its workspace limit); for other
+// executors {executor.backend()} followed by "reference" when that is another backend.
+FrameworkOverhead framework_overhead(GraphExecutor& executor, const TensorMap& feeds,
+                                     const std::string& loss = "", std::vector<std::string> op_backends = {},
+                                     const RunSettings& settings = {});
 
 // Latency of one call (inference, or a training step when loss is not empty), with p50/p90/p99
 // in its summary, and the throughput batch / latency (samples/s), run by run.
@@ -107,8 +114,9 @@ TensorMap synthetic_feeds(const Network& network, uint64_t seed);
 
 // Latency and throughput for each batch size: make_network(batch) builds the network at that
 // batch (the first input dimension), run on `backend` with synthetic_feeds. One case per batch.
-std::vector<CaseResult> batch_scaling(const std::function<Network(int64_t)>& make_network, const std::string& backend,
-                                      const std::vector<int64_t>& batches, const std::string& loss = "",
-                                      const RunSettings& settings = {}, uint64_t seed = 0x5eed);
+std::vector<CaseResult> batch_scaling(const std::function<Network(int64_t)>& make_network,
+                                      const std::string& backend, const std::vector<int64_t>& batches,
+                                      const std::string& loss = "", const RunSettings& settings = {},
+                                      uint64_t seed = 0x5eed);
 
 }  // namespace d5

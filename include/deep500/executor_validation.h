@@ -17,8 +17,8 @@ Tolerance network_tolerance(DType dtype, const std::vector<std::string>& op_type
 // Runs executor.inference(feeds) and compares each given reference output (an output the
 // executor did not produce is FAILED). options.rtol/atol override every tolerance; reruns is not
 // used. The detail and extra name the tensors ("output 'logits'").
-ForwardCheckResult test_executor(GraphExecutor& executor, const TensorMap& feeds, const TensorMap& reference_outputs,
-                                 const ForwardCheckOptions& options = {});
+ForwardCheckResult test_executor(GraphExecutor& executor, const TensorMap& feeds,
+                                 const TensorMap& reference_outputs, const ForwardCheckOptions& options = {});
 // The reference outputs computed by another executor (usually a ReferenceExecutor, which may run
 // the same Network object).
 ForwardCheckResult test_executor(GraphExecutor& executor, const TensorMap& feeds, GraphExecutor& reference,
@@ -28,7 +28,8 @@ ForwardCheckResult test_executor(GraphExecutor& executor, const TensorMap& feeds
 // executor's network against the reference's. A gradient's atol is at least its rtol times the
 // largest reference gradient element: a gradient is a long sum whose rounding error scales with
 // its terms, so elements that cancel to near zero carry errors of the tensor's scale.
-ForwardCheckResult test_executor_backprop(GraphExecutor& executor, const TensorMap& feeds, const std::string& loss,
-                                          GraphExecutor& reference, const ForwardCheckOptions& options = {});
+ForwardCheckResult test_executor_backprop(GraphExecutor& executor, const TensorMap& feeds,
+                                          const std::string& loss, GraphExecutor& reference,
+                                          const ForwardCheckOptions& options = {});
 
 }  // namespace d5

@@ -21,7 +21,7 @@ struct ModelOptions {
   std::vector<int64_t> input_shape;  // per sample (C,H,W or sequence length, features); empty: default
   bool with_loss = false;
   // Training mode: BatchNormalization normalizes with batch statistics (training_mode=1, the
-  // running-statistics outputs dropped) and Dropout nodes drop (training_mode input true). In
+  // running-statistics outputs left unnamed) and Dropout nodes drop (training_mode input true). In
   // inference mode Dropout is left out, as PyTorch's eval-mode export does.
   bool training = false;
   uint64_t seed = 0x5eed;  // parameter initialization and dropout masks

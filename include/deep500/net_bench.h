@@ -29,6 +29,7 @@ struct NetBenchOptions {
   bool overhead = false;   // FrameworkOverhead (metric "framework_overhead")
   RunSettings run;
   uint64_t seed = 0x5eed;  // synthetic feeds
+  int64_t workspace_limit = -1;  // per-operator scratch memory for the executors (bytes); -1: none
 };
 
 // One case per executor named "<network>/<backend>". Executors that are not registered are

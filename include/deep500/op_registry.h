@@ -61,9 +61,15 @@ void register_builtin_operators();
 
 // Adds `factory` as implementation "custom" of `op_type` on every backend registered so far (and
 // always on "reference"), so a user operator runs inside any executor whatever backend it asks
-// for; call it after register_builtin_operators(). Replaces an earlier registration. Wrapping the
-// operator for a framework's own autograd (a LibTorch autograd::Function) is the framework
-// backend's business, not done here.
+// for; call it after register_builtin_operators(). Replaces an earlier registration. On a backend
+// with a custom-operator adapter the operators the factory creates are passed through it.
 void register_custom_op(const std::string& op_type, OpFactory factory, bool backward, const std::string& notes = "");
+
+// How a framework backend makes a custom operator its own: the torch backend wraps it as a
+// LibTorch autograd function ("torch:autograd(custom:...)"), so it can sit in a graph of ATen
+// operations. Registered by the backend (replacing an earlier one); applied by register_custom_op's
+// factories when they create an operator for that backend.
+using CustomOpAdapter = std::function<std::unique_ptr<Operator>(std::unique_ptr<Operator>)>;
+void register_custom_op_adapter(const std::string& backend, CustomOpAdapter adapter);
 
 }  // namespace d5

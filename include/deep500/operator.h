@@ -57,6 +57,13 @@ class Operator {
 
   // inputs match spec().inputs (an absent optional input is an undefined Tensor); outputs are
   // allocated by the caller from output_descs().
+  //
+  // Outputs may be rebound. An operator may replace an *owned* output tensor (allocated, or
+  // adopted) with another owned tensor of the same descriptor instead of writing into it: a native
+  // library that returns a fresh result (ATen) then hands it over without a copy (Tensor::adopt).
+  // A *view* output (Tensor::view: caller memory) is always written in place. Callers therefore
+  // read outputs from the span after the call, never through a pointer to the old buffer or a
+  // copy of the Tensor taken before the call.
   virtual void forward(std::span<const Tensor> inputs, std::span<Tensor> outputs) = 0;
 
   // Gradient support. An empty mask means the op has no gradient (Shape, comparisons, ArgMax,
@@ -69,7 +76,7 @@ class Operator {
   // pooling argmax, normalization statistics, dropout masks, RNN gates).
   // grad_outputs: one per output; an undefined Tensor means zero gradient.
   // grad_inputs: allocated by the caller for differentiable inputs (others undefined); fully
-  // overwritten, not accumulated.
+  // overwritten, not accumulated, or (owned ones) rebound, as forward's outputs.
   virtual void backward(std::span<const Tensor> grad_outputs, std::span<const Tensor> inputs,
                         std::span<const Tensor> outputs, std::span<Tensor> grad_inputs);
 

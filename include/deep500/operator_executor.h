@@ -64,6 +64,9 @@ class OperatorExecutor : public GraphExecutor {
   void prepare();
   // The backend in backends() that runs `node` ("" for folded nodes).
   std::string backend_of(const std::string& node) const;
+  // The operator that runs `node` (its workspace, work counts, implementation); nullptr for
+  // folded nodes and names that are not nodes.
+  const Operator* operator_of(const std::string& node) const;
 
  private:
   struct Plan;
@@ -77,7 +80,7 @@ class OperatorExecutor : public GraphExecutor {
   OperatorExecutorOptions options_;
   uint64_t version_ = 0;
   bool prepared_ = false;
-  std::map<std::string, NodeState> nodes_;  // by node name; non-folded nodes only
+  std::map<std::string, NodeState> nodes_;              // by node name; non-folded nodes only
   std::map<std::string, std::unique_ptr<Plan>> plans_;  // by loss ("" = inference)
   ExecutorMemory memory_;
 };

@@ -1,6 +1,8 @@
 #pragma once
 // Tensor: a descriptor plus a 64-byte-aligned buffer, either owned (shared between copies,
-// like a torch::Tensor; clone() makes a deep copy) or borrowed (a view of caller memory).
+// like a torch::Tensor; clone() makes a deep copy) or borrowed (a view of caller memory). An owned
+// buffer is either allocated by deep500 or adopted from a native library (Tensor::adopt).
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -13,8 +15,12 @@
 namespace d5 {
 
 inline constexpr size_t kTensorAlignment = 64;
+inline bool is_tensor_aligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % kTensorAlignment == 0;
+}
 
-// Bytes held by owned tensor buffers: the allocator's high-water mark feeds memory metrics.
+// Bytes held by owned tensor buffers (allocated or adopted): the high-water mark feeds memory
+// metrics.
 struct TensorMemoryStats {
   int64_t current_bytes;
   int64_t peak_bytes;
@@ -33,6 +39,12 @@ class Tensor {
   static Tensor uninitialized(const TensorDesc& desc, Device device = Device::cpu());
   // Borrowed view of memory owned by the caller; the caller keeps it alive.
   static Tensor view(const TensorDesc& desc, void* data, Device device = Device::cpu());
+  // Owned tensor over a buffer a native library allocated (an ATen result, say), so that it is
+  // handed on instead of copied. `keep_alive` owns the buffer; it is released when the last copy
+  // of the tensor goes. The buffer counts in tensor_memory_stats() like an allocated one.
+  // InvalidArgument unless `data` is 64-byte aligned (the Tensor contract; callers copy instead)
+  // and `keep_alive` is set.
+  static Tensor adopt(const TensorDesc& desc, void* data, std::shared_ptr<void> keep_alive);
   template <typename T>
   static Tensor from_values(const Shape& shape, std::initializer_list<T> values);
 

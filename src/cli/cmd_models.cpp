@@ -1,11 +1,17 @@
 // d5 models: the model zoo. `d5 models list` builds every model at batch 1 with its default input
-// and prints its parameter count and the work of one forward pass.
+// and prints its parameter count and the work of one forward pass; `d5 models export` writes one
+// model, built with the given options, as an ONNX file.
+#include <iostream>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "cli_common.h"
 #include "deep500/model_zoo.h"
 #include "deep500/op_registry.h"
+#ifdef D5_HAVE_ONNX
+#include "deep500/onnx_export.h"
+#endif
 
 namespace d5::cli {
 
@@ -25,8 +31,8 @@ std::string with_separators(int64_t v) {
 int run_list(const OutputOptions& out) {
   register_builtin_operators();  // shape inference and flops() come from the reference operators
   json models = json::array();
-  std::string text = fmt::format("{:<14}{:>13}  {:<12}{:>9}  {}\n", "model", "parameters", "input", "GFLOPs",
-                                 "description");
+  std::string text =
+      fmt::format("{:<14}{:>13}  {:<12}{:>9}  {}\n", "model", "parameters", "input", "GFLOPs", "description");
   for (const auto& m : zoo_models()) {
     ModelOptions o;
     o.initialize = false;  // counting needs the shapes, not the values
@@ -48,16 +54,71 @@ int run_list(const OutputOptions& out) {
   return kExitOk;
 }
 
+struct ExportOpts {
+  std::string model, output;
+  ModelOptions options;
+  bool external_data = false;
+};
+
+// Initializers of at least this size go to the external data file with --external-data; smaller
+// ones (biases, shape constants) stay inline, where tools read them without a second file.
+constexpr int64_t kExternalDataThreshold = 1024;
+
+int run_export(const ExportOpts& e, const GlobalOptions& g) {
+#ifdef D5_HAVE_ONNX
+  register_builtin_operators();  // export infers the network through the reference operators
+  ModelOptions o = e.options;
+  o.seed = g.seed;
+  const Network net = build_model(e.model, o);
+  ExportOptions xo;
+  if (e.external_data) xo.external_data_threshold = kExternalDataThreshold;
+  export_onnx_file(net, e.output, xo);
+  std::cout << fmt::format("{} -> {} (input {}, {} parameters)\n", e.model, e.output,
+                           net.desc(kZooInput).shape.to_string(), with_separators(net.parameter_count()));
+  return kExitOk;
+#else
+  (void)g;
+  D5_THROW(Unimplemented,
+           "'d5 models export {}': this d5 was built without ONNX (D5_WITH_ONNX), so it cannot "
+           "write ONNX files",
+           e.model);
+#endif
+}
+
 }  // namespace
 
-Command register_models(CLI::App& app, const GlobalOptions& /*g*/) {
-  auto* models = app.add_subcommand("models", "Level 1: the model zoo (list)");
+Command register_models(CLI::App& app, const GlobalOptions& g) {
+  auto* models = app.add_subcommand("models", "Level 1: the model zoo (list, export)");
   models->require_subcommand(1);
-  auto* list = models->add_subcommand("list", "Every zoo model: parameters, default input, GFLOPs of one forward");
+  auto* list =
+      models->add_subcommand("list", "Every zoo model: parameters, default input, GFLOPs of one forward");
   auto out = std::make_shared<OutputOptions>();
   add_output_options(*list, *out);
-  return {models, [list, out]() -> int {
+
+  auto* exp = models->add_subcommand("export", "Write a zoo model as an ONNX file (opset 17)");
+  auto e = std::make_shared<ExportOpts>();
+  exp->add_option("model", e->model, "Zoo model name (see 'd5 models list')")->required();
+  exp->add_option("--batch", e->options.batch, "Batch size fixed in the graph input")
+      ->check(CLI::PositiveNumber)
+      ->default_val(1);
+  exp->add_option("--classes", e->options.classes, "Classifier outputs (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  exp->add_option(
+         "--input-shape", e->options.input_shape,
+         "Per-sample input shape, comma-separated: C,H,W, or STEPS,FEATURES for lstm and transformer")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  exp->add_flag("--with-loss", e->options.with_loss,
+                "Append SoftmaxCrossEntropyLoss: input 'labels' (int64 [batch]), output 'loss'");
+  exp->add_flag("--training", e->options.training,
+                "Training mode: BatchNormalization on batch statistics, Dropout active");
+  exp->add_flag("--external-data", e->external_data,
+                "Write initializers of 1 KiB or more to FILE.data next to the model (ONNX external data)");
+  exp->add_option("-o,--output", e->output, "The ONNX file to write")->required();
+
+  return {models, [list, exp, out, e, &g]() -> int {
             if (list->parsed()) return run_list(*out);
+            if (exp->parsed()) return run_export(*e, g);
             return kExitUsage;
           }};
 }

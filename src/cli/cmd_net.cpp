@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include "deep500/error.h"
 #include "deep500/executor_metrics.h"
 #include "deep500/manifest.h"
+#include "deep500/microbatch.h"
 #include "deep500/net_bench.h"
 #include "deep500/op_registry.h"
 #include "deep500/reporter.h"
@@ -24,11 +26,37 @@ struct NetOpts {
   OutputOptions out;
   std::string model, mode = "inference", loss;
   std::vector<std::string> backends;
-  int64_t batch = 1;
+  std::vector<int64_t> batches{1};
   bool breakdown = false, overhead = false, no_validate = false;
   double max_time = 5;
   int min_runs = 10;
+  int64_t microbatch_limit = -1;
 };
+
+// Plans and applies micro-batching (docs/microbatching.md); returns the plan as JSON and prints
+// it unless the output is JSON.
+nlohmann::json microbatch(Network& net, const NetOpts& o) {
+  MicrobatchOptions mo;
+  mo.workspace_limit = o.microbatch_limit;
+  // Convolutions are timed on the first executor's backend: the one the plan is for.
+  mo.backend = o.backends.empty() ? "reference" : o.backends.front();
+  const MicrobatchPlan plan = plan_microbatches(net, mo);
+  const int changed = apply_microbatches(net, plan);
+  nlohmann::json j = {{"workspace_limit", plan.workspace_limit}, {"backend", mo.backend}, {"split", changed}};
+  std::ostringstream s;
+  s << fmt::format("micro-batching under a workspace limit of {} bytes ({} convolution(s) split):\n",
+                   plan.workspace_limit, changed);
+  for (const auto& c : plan.convs) {
+    j["convs"].push_back({{"node", c.node}, {"batch", c.batch}, {"micro_batches", c.micro_batches},
+                          {"time_before_s", c.time_before_s}, {"time_after_s", c.time_after_s},
+                          {"workspace_before", c.workspace_before}, {"workspace_after", c.workspace_after}});
+    s << fmt::format("  {:<24} batch {:>4} -> [{}]  {:.3f} ms -> {:.3f} ms  workspace {} -> {} bytes\n", c.node,
+                     c.batch, fmt::join(c.micro_batches, ","), c.time_before_s * 1e3, c.time_after_s * 1e3,
+                     c.workspace_before, c.workspace_after);
+  }
+  if (o.out.format != "json") std::cerr << s.str();
+  return j;
+}
 
 std::string console_text(const Results& res) {
   std::ostringstream s;
@@ -40,21 +68,41 @@ std::string console_text(const Results& res) {
         s << fmt::format("  {:<28} {}\n", f["node"].get<std::string>(), f["reason"].get<std::string>());
     }
     if (c.extra.contains("breakdown"))
-      s << fmt::format("\nbreakdown of {}:\n{}", c.name, format_breakdown(breakdown_from_json(c.extra["breakdown"])));
+      s << fmt::format("\nbreakdown of {}:\n{}", c.name,
+                       format_breakdown(breakdown_from_json(c.extra["breakdown"])));
   }
   return s.str();
+}
+
+// Throughput against batch size, one row per executor, when several batch sizes ran.
+std::string scaling_table(const Results& res, const std::vector<int64_t>& batches) {
+  if (batches.size() < 2) return "";
+  std::map<std::string, std::map<int64_t, std::string>> cells;
+  for (const auto& c : res.cases) {
+    std::string cell = to_string(c.state);
+    for (const auto& m : c.metrics)
+      if (m.name == "throughput" && m.summary) cell = fmt::format("{:.1f}", m.summary->median);
+    cells[c.backend][c.params.value("batch", int64_t{0})] = cell;
+  }
+  std::string s = fmt::format("\nthroughput (samples/s, median) against batch size\n  {:<12}", "executor");
+  for (int64_t b : batches) s += fmt::format(" {:>12}", b);
+  s += "\n";
+  for (const auto& [backend, row] : cells) {
+    s += fmt::format("  {:<12}", backend);
+    for (int64_t b : batches) s += fmt::format(" {:>12}", row.count(b) ? row.at(b) : "-");
+    s += "\n";
+  }
+  return s;
 }
 
 int run_net(const NetOpts& o, const GlobalOptions& g) {
   register_builtin_operators();
   ExperimentSettings settings = settings_from(g);
   const NetMode mode = parse_net_mode(o.mode);
-  LoadedNetwork loaded = load_network(o.model, o.batch, mode);
 
   NetBenchOptions bo;
   bo.backends = o.backends;
   bo.mode = mode;
-  bo.loss = o.loss.empty() ? loaded.loss : o.loss;
   bo.batch = 0;  // the loaded network's first input dimension
   bo.validate = !o.no_validate;
   bo.breakdown = o.breakdown;
@@ -62,24 +110,41 @@ int run_net(const NetOpts& o, const GlobalOptions& g) {
   bo.run.max_seconds = o.max_time;
   bo.run.min_runs = o.min_runs;
   bo.seed = settings.stream("net/feeds").seed();
-  if (isatty(STDERR_FILENO)) std::cerr << "d5: " << loaded.network.summary() << "\n";
 
   Results res;
-  res.cases = bench_network(loaded.network, bo);
+  nlohmann::json microbatching;  // per batch size, when micro-batching
+  std::string source, summary;
+  for (int64_t batch : o.batches) {
+    LoadedNetwork loaded = load_network(o.model, batch, mode);
+    bo.loss = o.loss.empty() ? loaded.loss : o.loss;
+    source = loaded.source;
+    summary = loaded.network.summary();
+    if (isatty(STDERR_FILENO)) std::cerr << "d5: " << summary << ", batch " << batch << "\n";
+    if (o.microbatch_limit >= 0) {
+      microbatching[std::to_string(batch)] = microbatch(loaded.network, o);
+      bo.workspace_limit = o.microbatch_limit;
+    }
+    for (auto& c : bench_network(loaded.network, bo)) {
+      // Several batch sizes: the batch is part of the case's name.
+      if (o.batches.size() > 1) c.name = fmt::format("{}/batch={}/{}", loaded.network.name(), batch, c.backend);
+      res.cases.push_back(std::move(c));
+    }
+  }
   res.manifest = make_manifest(settings);
-  res.manifest["extra"] = {{"model", o.model},          {"source", loaded.source},
-                           {"network", loaded.network.summary()}, {"mode", o.mode},
-                           {"batch", o.batch},          {"loss", bo.loss},
+  res.manifest["extra"] = {{"model", o.model},        {"source", source},     {"network", summary},
+                           {"mode", o.mode},          {"batches", o.batches}, {"loss", bo.loss},
                            {"max_time_s", o.max_time}};
-  emit_text(console_text(res), to_json(res), o.out);
+  if (!microbatching.is_null()) res.manifest["extra"]["microbatching"] = microbatching;
+  emit_text(console_text(res) + scaling_table(res, o.batches), to_json(res), o.out);
   return exit_code_for(res);
 }
 
 }  // namespace
 
 Command register_net(CLI::App& app, const GlobalOptions& g) {
-  auto* cmd = app.add_subcommand("net", "Run a network on graph executors: validation, latency, throughput, memory, "
-                                        "time breakdown, FrameworkOverhead");
+  auto* cmd = app.add_subcommand("net",
+                                 "Run a network on graph executors: validation, latency, throughput, memory, "
+                                 "time breakdown, FrameworkOverhead");
   auto o = std::make_shared<NetOpts>();
   cmd->add_option("model", o->model, "An ONNX file (MODEL.onnx) or a model zoo name (see 'd5 models list')")
       ->required();
@@ -88,12 +153,20 @@ Command register_net(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--mode", o->mode, "inference, or train-step (forward and backward from the loss)")
       ->check(CLI::IsMember({"inference", "train-step"}))
       ->default_val("inference");
-  cmd->add_option("--batch", o->batch, "Batch size (the first dimension of the inputs)")
+  cmd->add_option("--batch", o->batches,
+                  "Batch size (the first dimension of the inputs); several, comma-separated, for throughput "
+                  "against batch size")
+      ->delimiter(',')
       ->check(CLI::PositiveNumber)
-      ->default_val(1);
+      ->default_str("1");
   cmd->add_option("--loss", o->loss, "Loss tensor for train-step (zoo models: 'loss')");
+  cmd->add_option("--microbatch-limit", o->microbatch_limit,
+                  "Workspace limit per operator call (bytes): split convolutions into micro-batches that fit it, "
+                  "timed and chosen by an exact DP (docs/microbatching.md)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--breakdown", o->breakdown, "Time per node and per op type, both passes");
-  cmd->add_flag("--overhead", o->overhead, "Measure FrameworkOverhead: executor time / the same operators alone");
+  cmd->add_flag("--overhead", o->overhead,
+                "Measure FrameworkOverhead: executor time / the same operators alone");
   cmd->add_flag("--no-validate", o->no_validate, "Skip the comparison with the reference executor");
   cmd->add_option("--min-runs", o->min_runs, "Measured runs per executor at least")
       ->check(CLI::Range(1, 100000))

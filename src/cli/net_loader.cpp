@@ -4,13 +4,24 @@
 
 #include "deep500/error.h"
 #include "deep500/model_zoo.h"
+#ifdef D5_HAVE_ONNX
+#include "deep500/onnx_import.h"
+#endif
 
 namespace d5::cli {
 
 LoadedNetwork load_network(const std::string& model, int64_t batch, NetMode mode) {
-  // A file is an ONNX model; the importer is a separate library, added here when it is built.
-  if (std::filesystem::exists(model))
-    D5_THROW(Unimplemented, "'{}': this d5 has no ONNX importer built in, so it cannot load model files", model);
+  // A file is an ONNX model.
+  if (std::filesystem::exists(model)) {
+#ifdef D5_HAVE_ONNX
+    ImportOptions io;
+    io.batch = batch;  // symbolic first dimensions; a model exported for a fixed batch keeps it
+    return LoadedNetwork{import_onnx_file(model, io), "onnx:" + model, ""};
+#else
+    D5_THROW(Unimplemented, "'{}': this d5 was built without ONNX support (libonnx-dev), so it cannot load model "
+             "files", model);
+#endif
+  }
   ModelOptions options;
   options.batch = batch;
   // A training step needs the loss, and BatchNormalization/Dropout in their training behaviour.

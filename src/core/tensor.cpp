@@ -22,17 +22,23 @@ void note_alloc(int64_t bytes) {
   g_allocations.fetch_add(1);
 }
 
+// An owned buffer counted in the statistics; `release` frees it.
+template <typename Release>
+std::shared_ptr<void> counted(void* p, int64_t bytes, Release release) {
+  note_alloc(bytes);
+  return std::shared_ptr<void>(p, [bytes, release = std::move(release)](void* q) mutable {
+    release(q);
+    g_current.fetch_sub(bytes);
+  });
+}
+
 std::shared_ptr<void> allocate(size_t bytes) {
   // aligned_alloc requires a size that is a multiple of the alignment; never allocate 0 bytes.
   const size_t rounded = std::max<size_t>(kTensorAlignment, (bytes + kTensorAlignment - 1) /
                                                                  kTensorAlignment * kTensorAlignment);
   void* p = std::aligned_alloc(kTensorAlignment, rounded);
   if (!p) throw IoError(fmt::format("out of memory allocating a tensor of {} bytes", bytes));
-  note_alloc(static_cast<int64_t>(rounded));
-  return std::shared_ptr<void>(p, [rounded](void* q) {
-    std::free(q);
-    g_current.fetch_sub(static_cast<int64_t>(rounded));
-  });
+  return counted(p, static_cast<int64_t>(rounded), [](void* q) { std::free(q); });
 }
 
 template <typename F>
@@ -101,6 +107,19 @@ Tensor Tensor::view(const TensorDesc& desc, void* data, Device device) {
   Tensor t;
   t.desc_ = desc;
   t.device_ = device;
+  t.data_ = data;
+  return t;
+}
+
+Tensor Tensor::adopt(const TensorDesc& desc, void* data, std::shared_ptr<void> keep_alive) {
+  D5_CHECK_ARG(data != nullptr && keep_alive != nullptr, "Tensor::adopt of {} needs a buffer and its owner",
+               desc.to_string());
+  D5_CHECK_ARG(is_tensor_aligned(data), "Tensor::adopt of {}: buffer {} is not {}-byte aligned",
+               desc.to_string(), data, kTensorAlignment);
+  Tensor t;
+  t.desc_ = desc;
+  const auto bytes = static_cast<int64_t>(desc.bytes());
+  t.storage_ = counted(data, bytes, [keep = std::move(keep_alive)](void*) mutable { keep.reset(); });
   t.data_ = data;
   return t;
 }

@@ -1,6 +1,7 @@
 #include "deep500/op_registry.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -120,12 +121,32 @@ std::vector<Refusal> OpRegistry::explain(const OpSpec& spec, const std::string& 
   return out;
 }
 
+namespace {
+std::map<std::string, CustomOpAdapter>& adapters() {
+  static std::map<std::string, CustomOpAdapter> a;
+  return a;
+}
+}  // namespace
+
+void register_custom_op_adapter(const std::string& backend, CustomOpAdapter adapter) {
+  adapters()[backend] = std::move(adapter);
+}
+
 void register_custom_op(const std::string& op_type, OpFactory factory, bool backward, const std::string& notes) {
   std::vector<std::string> names{"reference"};
   for (const auto& b : backends())
     if (b.name != "reference") names.push_back(b.name);
-  for (const auto& backend : names)
-    OpRegistry::global().add_or_replace({op_type, backend, "custom", backward, factory, notes});
+  for (const auto& backend : names) {
+    // The adapter is looked up when an operator is created, so one registered later still applies.
+    auto create = [factory, backend](const OpSpec& spec) -> OpCreateResult {
+      OpCreateResult r = factory(spec);
+      auto* op = std::get_if<std::unique_ptr<Operator>>(&r);
+      const auto it = adapters().find(backend);
+      if (op && it != adapters().end()) return it->second(std::move(*op));
+      return r;
+    };
+    OpRegistry::global().add_or_replace({op_type, backend, "custom", backward, create, notes});
+  }
 }
 
 }  // namespace d5

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <numeric>
 
 #include <fmt/format.h>
 
 #include "deep500/error.h"
 #include "deep500/op_registry.h"
+#include "deep500/operator_executor.h"
 #include "deep500/reporter.h"
 #include "deep500/rng.h"
 #include "deep500/standard_metrics.h"
@@ -21,6 +23,8 @@ namespace {
 const char* pass_name(Pass p) { return p == Pass::forward ? "forward" : "backward"; }
 
 double median_of(const std::vector<double>& v) { return v.empty() ? 0 : percentile(v, 50); }
+double sum_of(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
+double mean_of(const std::vector<double>& v) { return v.empty() ? 0 : sum_of(v) / static_cast<double>(v.size()); }
 
 MetricRecord record(const std::string& name, const std::string& unit, std::vector<double> samples,
                     nlohmann::json info = nlohmann::json::object()) {
@@ -71,7 +75,8 @@ Breakdown breakdown(const NodeTimer& timer, const std::map<std::string, std::str
                "breakdown: the NodeTimer recorded no executor call; attach it with add_event and run first");
   Breakdown b;
   b.calls = static_cast<int64_t>(timer.executor_seconds().size());
-  b.executor_seconds = median_of(timer.executor_seconds());
+  b.executor_seconds = mean_of(timer.executor_seconds());
+  b.executor_median_seconds = median_of(timer.executor_seconds());
   const double total = b.executor_seconds > 0 ? b.executor_seconds : 1;
   std::map<std::pair<std::string, Pass>, BreakdownRow> by_type;
   // Forward rows first, then backward, each in execution order.
@@ -85,7 +90,9 @@ Breakdown breakdown(const NodeTimer& timer, const std::map<std::string, std::str
       auto impl = implementations.find(key.first);
       if (impl != implementations.end()) row.implementation = impl->second;
       row.pass = pass;
-      row.seconds = median_of(s.seconds);
+      // A node that ran in fewer calls (an early stop) still counts per executor call.
+      row.seconds = sum_of(s.seconds) / static_cast<double>(b.calls);
+      row.median_seconds = median_of(s.seconds);
       row.percent = 100 * row.seconds / total;
       b.operator_seconds += row.seconds;
       BreakdownRow& t = by_type[{s.op_type, pass}];
@@ -96,6 +103,7 @@ Breakdown breakdown(const NodeTimer& timer, const std::map<std::string, std::str
       }
       ++t.nodes;
       t.seconds += row.seconds;
+      t.median_seconds += row.median_seconds;
       t.percent += row.percent;
       b.nodes.push_back(std::move(row));
     }
@@ -111,7 +119,10 @@ nlohmann::json to_json(const Breakdown& b) {
   auto rows = [](const std::vector<BreakdownRow>& v, bool per_node) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& r : v) {
-      nlohmann::json j = {{"op_type", r.op_type}, {"pass", pass_name(r.pass)}, {"seconds", r.seconds},
+      nlohmann::json j = {{"op_type", r.op_type},
+                          {"pass", pass_name(r.pass)},
+                          {"seconds", r.seconds},
+                          {"median_seconds", r.median_seconds},
                           {"percent", r.percent}};
       if (per_node) {
         j["node"] = r.name;
@@ -125,6 +136,7 @@ nlohmann::json to_json(const Breakdown& b) {
   };
   return {{"calls", b.calls},
           {"executor_seconds", b.executor_seconds},
+          {"executor_median_seconds", b.executor_median_seconds},
           {"operator_seconds", b.operator_seconds},
           {"outside_operators_percent", b.outside_percent},
           {"nodes", rows(b.nodes, true)},
@@ -136,6 +148,7 @@ Breakdown breakdown_from_json(const nlohmann::json& j) {
     Breakdown b;
     b.calls = j.at("calls");
     b.executor_seconds = j.at("executor_seconds");
+    b.executor_median_seconds = j.at("executor_median_seconds");
     b.operator_seconds = j.at("operator_seconds");
     b.outside_percent = j.at("outside_operators_percent");
     auto rows = [](const nlohmann::json& a, bool per_node) {
@@ -145,6 +158,7 @@ Breakdown breakdown_from_json(const nlohmann::json& j) {
         row.op_type = r.at("op_type");
         row.pass = r.at("pass") == "forward" ? Pass::forward : Pass::backward;
         row.seconds = r.at("seconds");
+        row.median_seconds = r.at("median_seconds");
         row.percent = r.at("percent");
         if (per_node) {
           row.name = r.at("node");
@@ -166,13 +180,15 @@ Breakdown breakdown_from_json(const nlohmann::json& j) {
 }
 
 std::string format_breakdown(const Breakdown& b, size_t max_rows) {
-  std::string s = fmt::format("time per call {} (median of {} calls); {:.1f}% outside operators\n",
-                              format_seconds(b.executor_seconds), b.calls, b.outside_percent);
+  std::string s = fmt::format("time per call {} (mean of {} calls; median {}); {:.1f}% outside operators\n",
+                              format_seconds(b.executor_seconds), b.calls,
+                              format_seconds(b.executor_median_seconds), b.outside_percent);
   std::vector<BreakdownRow> top = b.nodes;
   std::stable_sort(top.begin(), top.end(),
                    [](const BreakdownRow& x, const BreakdownRow& y) { return x.seconds > y.seconds; });
   if (top.size() > max_rows) top.resize(max_rows);
-  s += fmt::format("  {:<28} {:<22} {:<8} {:>10} {:>7}  {}\n", "node", "op", "pass", "time", "%", "implementation");
+  s += fmt::format("  {:<28} {:<22} {:<8} {:>10} {:>7}  {}\n", "node", "op", "pass", "time", "%",
+                   "implementation");
   for (const auto& r : top)
     s += fmt::format("  {:<28} {:<22} {:<8} {:>10} {:>6.1f}%  {}\n", r.name, r.op_type, pass_name(r.pass),
                      format_seconds(r.seconds), r.percent, r.implementation);
@@ -233,6 +249,13 @@ class RoundRatio : public Metric {
 
 FrameworkOverhead framework_overhead(GraphExecutor& ex, const TensorMap& feeds, const std::string& loss,
                                      std::vector<std::string> op_backends, const RunSettings& settings) {
+  // An operator executor says exactly where its operators come from; for others, guess from the
+  // backend's name.
+  int64_t workspace_limit = -1;
+  if (const auto* oe = dynamic_cast<const OperatorExecutor*>(&ex)) {
+    if (op_backends.empty()) op_backends = oe->backends();
+    workspace_limit = oe->options().workspace_limit;
+  }
   if (op_backends.empty()) {
     op_backends.push_back(ex.backend());
     if (ex.backend() != "reference") op_backends.push_back("reference");
@@ -242,7 +265,9 @@ FrameworkOverhead framework_overhead(GraphExecutor& ex, const TensorMap& feeds, 
   ex.clear_events();
   auto recorder = std::make_shared<CallRecorder>();
   ex.add_event(recorder);
-  auto run_executor = [&] { return loss.empty() ? ex.inference(feeds) : ex.inference_and_backprop(feeds, loss); };
+  auto run_executor = [&] {
+    return loss.empty() ? ex.inference(feeds) : ex.inference_and_backprop(feeds, loss);
+  };
   run_executor();
   ex.clear_events();
 
@@ -255,7 +280,9 @@ FrameworkOverhead framework_overhead(GraphExecutor& ex, const TensorMap& feeds, 
   const Network& net = ex.network();
   for (const auto& c : recorder->calls) {
     Individual ind;
-    ind.op = OpRegistry::global().create_with_fallback(net.spec(c.node.name), op_backends);
+    OpSpec spec = net.spec(c.node.name);
+    spec.workspace_limit = workspace_limit;
+    ind.op = OpRegistry::global().create_with_fallback(spec, op_backends);
     ind.call = &c;
     for (const auto& d : ind.op->output_descs()) ind.outputs.push_back(Tensor::uninitialized(d));
     if (c.backward) {
@@ -292,7 +319,8 @@ FrameworkOverhead framework_overhead(GraphExecutor& ex, const TensorMap& feeds, 
     }
     exec_times.push_back(static_cast<double>(t1 - t0) * 1e-9);
     op_times.push_back(static_cast<double>(sum) * 1e-9);
-    ratio = sum > 0 ? static_cast<double>(t1 - t0) / static_cast<double>(sum) : std::numeric_limits<double>::infinity();
+    ratio = sum > 0 ? static_cast<double>(t1 - t0) / static_cast<double>(sum)
+                    : std::numeric_limits<double>::infinity();
   };
   MetricSet metrics;
   metrics.add(std::make_unique<RoundRatio>(&ratio));
@@ -308,7 +336,8 @@ FrameworkOverhead framework_overhead(GraphExecutor& ex, const TensorMap& feeds, 
   const size_t warm = exec_times.size() - metrics[0].samples().size();
   exec_times.erase(exec_times.begin(), exec_times.begin() + static_cast<std::ptrdiff_t>(warm));
   op_times.erase(op_times.begin(), op_times.begin() + static_cast<std::ptrdiff_t>(warm));
-  const nlohmann::json info = {{"op_backends", op_backends}, {"mode", loss.empty() ? "inference" : "train-step"},
+  const nlohmann::json info = {{"op_backends", op_backends},
+                               {"mode", loss.empty() ? "inference" : "train-step"},
                                {"operator_calls_per_round", calls}};
   r.ratio = record("framework_overhead", "ratio", metrics[0].samples(), info);
   r.executor_time = record("executor_time", "s", exec_times);
@@ -320,8 +349,8 @@ FrameworkOverhead framework_overhead(GraphExecutor& ex, const TensorMap& feeds, 
 
 // ---------------------------------------------------------------- latency and throughput
 
-LatencyThroughput measure_latency(GraphExecutor& ex, const TensorMap& feeds, int64_t batch, const std::string& loss,
-                                  const RunSettings& settings) {
+LatencyThroughput measure_latency(GraphExecutor& ex, const TensorMap& feeds, int64_t batch,
+                                  const std::string& loss, const RunSettings& settings) {
   D5_CHECK_ARG(batch > 0, "measure_latency: batch must be positive, got {}", batch);
   MetricSet metrics;
   metrics.add(std::make_unique<WallTime>());
@@ -348,8 +377,9 @@ TensorMap synthetic_feeds(const Network& net, uint64_t seed) {
     } else {
       int64_t bound = 0;  // exclusive upper bound of valid values; 0 = only zeros are known valid
       for (const Node* c : net.consumers(name)) {
-        const bool labels = (c->op_type == "SoftmaxCrossEntropyLoss" || c->op_type == "NegativeLogLikelihoodLoss") &&
-                            c->inputs.size() > 1 && c->inputs[1] == name;
+        const bool labels =
+            (c->op_type == "SoftmaxCrossEntropyLoss" || c->op_type == "NegativeLogLikelihoodLoss") &&
+            c->inputs.size() > 1 && c->inputs[1] == name;
         const bool indices = c->op_type == "Gather" && c->inputs.size() > 1 && c->inputs[1] == name;
         if (labels) {
           const auto& scores = net.desc(c->inputs[0]).shape;
@@ -362,16 +392,17 @@ TensorMap synthetic_feeds(const Network& net, uint64_t seed) {
         }
       }
       if (bound > 0)
-        for (int64_t i = 0; i < t.numel(); ++i) t.set(i, static_cast<double>(rng.below(static_cast<uint64_t>(bound))));
+        for (int64_t i = 0; i < t.numel(); ++i)
+          t.set(i, static_cast<double>(rng.below(static_cast<uint64_t>(bound))));
     }
     feeds[name] = std::move(t);
   }
   return feeds;
 }
 
-std::vector<CaseResult> batch_scaling(const std::function<Network(int64_t)>& make_network, const std::string& backend,
-                                      const std::vector<int64_t>& batches, const std::string& loss,
-                                      const RunSettings& settings, uint64_t seed) {
+std::vector<CaseResult> batch_scaling(const std::function<Network(int64_t)>& make_network,
+                                      const std::string& backend, const std::vector<int64_t>& batches,
+                                      const std::string& loss, const RunSettings& settings, uint64_t seed) {
   std::vector<CaseResult> cases;
   for (int64_t batch : batches) {
     Network net = make_network(batch);

@@ -29,7 +29,8 @@ std::vector<std::string> upstream_op_types(const Network& net, const std::string
   return {types.begin(), types.end()};
 }
 
-Tolerance tolerance_for(const Network& net, const std::string& tensor, DType dtype, const ForwardCheckOptions& o) {
+Tolerance tolerance_for(const Network& net, const std::string& tensor, DType dtype,
+                        const ForwardCheckOptions& o) {
   Tolerance tol = network_tolerance(dtype, upstream_op_types(net, tensor));
   if (o.rtol) tol.rtol = *o.rtol;
   if (o.atol) tol.atol = *o.atol;
@@ -37,8 +38,9 @@ Tolerance tolerance_for(const Network& net, const std::string& tensor, DType dty
 }
 
 std::string subject(GraphExecutor& ex, GraphExecutor* reference) {
-  return reference ? fmt::format("network '{}' on {} vs {}", ex.network().name(), ex.backend(), reference->backend())
-                   : fmt::format("network '{}' on {}", ex.network().name(), ex.backend());
+  return reference
+             ? fmt::format("network '{}' on {} vs {}", ex.network().name(), ex.backend(), reference->backend())
+             : fmt::format("network '{}' on {}", ex.network().name(), ex.backend());
 }
 
 // Outputs present in the reference; one the executor did not produce is a mismatch against an
@@ -61,7 +63,8 @@ ForwardCheckResult finish(std::vector<ComparedTensor>& compared, const std::stri
       ForwardCheckResult r;
       r.state = CaseState::Failed;
       r.detail = fmt::format("{}: {} was not produced", what, c.label);
-      r.extra = {{"outputs", nlohmann::json::array({{{"index", c.index}, {"name", c.name}, {"error", r.detail}}})}};
+      r.extra = {
+          {"outputs", nlohmann::json::array({{{"index", c.index}, {"name", c.name}, {"error", r.detail}}})}};
       return r;
     }
   return check_tensors(compared, what, "tensor(s)", o);
@@ -121,7 +124,8 @@ ForwardCheckResult test_executor_backprop(GraphExecutor& ex, const TensorMap& fe
     tol.atol = std::max(tol.atol, tol.rtol * scale);
     if (o.rtol) tol.rtol = *o.rtol;
     if (o.atol) tol.atol = *o.atol;
-    compared.push_back({fmt::format("gradient '{}'", g), compared.size(), g, ex.network().fetch_tensor(g), r, tol});
+    compared.push_back(
+        {fmt::format("gradient '{}'", g), compared.size(), g, ex.network().fetch_tensor(g), r, tol});
   }
   return finish(compared, subject(ex, &reference), o);
 }

@@ -27,7 +27,8 @@ NetMode parse_net_mode(const std::string& s) {
 
 namespace {
 
-MetricRecord single(const std::string& name, const std::string& unit, int64_t value, const std::string& why_not) {
+MetricRecord single(const std::string& name, const std::string& unit, int64_t value,
+                    const std::string& why_not) {
   MetricRecord r;
   r.name = name;
   r.unit = unit;
@@ -48,8 +49,11 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
   c.name = fmt::format("{}/{}", net.name(), backend);
   c.level = "L1";
   c.backend = backend;
-  c.params = {{"network", net.name()}, {"mode", to_string(o.mode)}, {"batch", batch},
-              {"nodes", net.nodes().size()}, {"parameters", net.parameter_count()}};
+  c.params = {{"network", net.name()},
+              {"mode", to_string(o.mode)},
+              {"batch", batch},
+              {"nodes", net.nodes().size()},
+              {"parameters", net.parameter_count()}};
   if (!loss.empty()) c.params["loss"] = loss;
   auto finish = [&](CaseState s, std::string detail) {
     c.state = s;
@@ -63,7 +67,9 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
                                                   fmt::join(known, ", ")));
   std::unique_ptr<GraphExecutor> ex;
   try {
-    ex = make_executor(net, backend);
+    ExecutorOptions eo;
+    eo.workspace_limit = o.workspace_limit;
+    ex = make_executor(net, backend, eo);
   } catch (const Unimplemented& e) {
     return finish(CaseState::Unimplemented, e.what());
   }
@@ -75,7 +81,8 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
   std::string detail;
   if (o.validate && backend != "reference") {
     ReferenceExecutor ref(net);
-    const auto check = loss.empty() ? test_executor(*ex, feeds, ref) : test_executor_backprop(*ex, feeds, loss, ref);
+    const auto check =
+        loss.empty() ? test_executor(*ex, feeds, ref) : test_executor_backprop(*ex, feeds, loss, ref);
     c.extra["validation"] = check.extra;
     if (check.state != CaseState::Passed) return finish(check.state, check.detail);
     detail = check.detail;
@@ -92,9 +99,10 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
   rss.end();
   const ExecutorMemory mem = ex->memory();
   c.outcome = lt.outcome;
-  c.metrics = {lt.latency, lt.throughput,
-               single("peak_tensor_bytes", "bytes", mem.peak_tensor_bytes, "the executor does not account tensors"),
-               rss.result()};
+  c.metrics = {
+      lt.latency, lt.throughput,
+      single("peak_tensor_bytes", "bytes", mem.peak_tensor_bytes, "the executor does not account tensors"),
+      rss.result()};
   if (o.breakdown) {
     auto timer = std::make_shared<NodeTimer>();
     ex->add_event(timer);
@@ -121,7 +129,8 @@ std::vector<CaseResult> bench_network(Network& net, const NetBenchOptions& o) {
   D5_CHECK_ARG(o.mode == NetMode::Inference || !o.loss.empty(),
                "network '{}': train-step mode needs the loss tensor's name", net.name());
   if (!o.loss.empty() && o.mode == NetMode::TrainStep)
-    D5_CHECK_ARG(net.producer(o.loss), "network '{}': loss '{}' is not the output of any node", net.name(), o.loss);
+    D5_CHECK_ARG(net.producer(o.loss), "network '{}': loss '{}' is not the output of any node", net.name(),
+                 o.loss);
   int64_t batch = o.batch;
   if (batch <= 0) {
     batch = 1;

@@ -31,8 +31,8 @@ struct Step {
   std::vector<int> in, out;     // slot of each input / each op output; -1 when absent or unnamed
   std::vector<int> free_after;  // slots dead once this step's forward ran
   // Reverse mode.
-  bool backward = false;            // runs in a training step
-  std::vector<bool> grad_wanted;    // per input: differentiable and depends on a parameter
+  bool backward = false;                 // runs in a training step
+  std::vector<bool> grad_wanted;         // per input: differentiable and depends on a parameter
   std::vector<int> free_after_backward;  // forward values no backward still to run reads
 };
 
@@ -59,7 +59,8 @@ size_t creating_backend(const OpSpec& spec, const std::vector<std::string>& back
                         const std::vector<Refusal>& refusals) {
   size_t consumed = 0;
   for (size_t b = 0; b < backends.size(); ++b) {
-    const size_t tried = std::max<size_t>(1, OpRegistry::global().implementations(spec.type, backends[b]).size());
+    const size_t tried =
+        std::max<size_t>(1, OpRegistry::global().implementations(spec.type, backends[b]).size());
     if (consumed + tried > refusals.size()) return b;
     consumed += tried;
   }
@@ -68,7 +69,8 @@ size_t creating_backend(const OpSpec& spec, const std::vector<std::string>& back
 
 std::string describe_refusals(const std::vector<Refusal>& refusals) {
   std::string s;
-  for (const auto& r : refusals) s += fmt::format("{}{}: {}", s.empty() ? "" : "; ", r.implementation, r.reason);
+  for (const auto& r : refusals)
+    s += fmt::format("{}{}: {}", s.empty() ? "" : "; ", r.implementation, r.reason);
   return s;
 }
 
@@ -133,6 +135,11 @@ std::string OperatorExecutor::backend_of(const std::string& node) const {
   return it == nodes_.end() ? "" : it->second.backend;
 }
 
+const Operator* OperatorExecutor::operator_of(const std::string& node) const {
+  auto it = nodes_.find(node);
+  return it == nodes_.end() ? nullptr : it->second.op.get();
+}
+
 std::map<std::string, std::string> OperatorExecutor::implementations() const {
   std::map<std::string, std::string> out;
   for (const auto& n : network_.nodes()) {
@@ -176,7 +183,8 @@ OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) con
     Slot s;
     s.name = name;
     s.desc = net.desc(name);
-    if (std::find(net.inputs().begin(), net.inputs().end(), name) != net.inputs().end()) s.kind = SlotKind::Feed;
+    if (std::find(net.inputs().begin(), net.inputs().end(), name) != net.inputs().end())
+      s.kind = SlotKind::Feed;
     else if (net.is_param(name)) s.kind = SlotKind::Param;
     else if (net.known_value(name)) s.kind = SlotKind::Constant;
     else s.kind = SlotKind::Produced;
@@ -190,9 +198,10 @@ OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) con
     const Node* producer = net.producer(loss);
     D5_CHECK_ARG(producer, "network '{}': loss '{}' is not computed by a node (it must be the output of one)",
                  net.name(), loss);
-    D5_CHECK_ARG(!net.is_folded(producer->name),
-                 "network '{}': loss '{}' is a constant (node '{}' is folded); it depends on no input or parameter",
-                 net.name(), loss, producer->name);
+    D5_CHECK_ARG(
+        !net.is_folded(producer->name),
+        "network '{}': loss '{}' is a constant (node '{}' is folded); it depends on no input or parameter",
+        net.name(), loss, producer->name);
     const TensorDesc& d = net.desc(loss);
     D5_CHECK_ARG(d.numel() == 1 && is_floating(d.dtype),
                  "network '{}': loss '{}' must be one floating-point value, but it is {}", net.name(), loss,
@@ -208,7 +217,8 @@ OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) con
     for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
       const Node& n = **it;
       if (!nodes_.count(n.name)) continue;  // folded: its outputs are constants
-      if (std::none_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& o) { return needed.count(o); }))
+      if (std::none_of(n.outputs.begin(), n.outputs.end(),
+                       [&](const std::string& o) { return needed.count(o); }))
         continue;
       for (const auto& in : n.inputs)
         if (!in.empty()) needed.insert(in);
@@ -264,7 +274,8 @@ OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) con
     reaches_loss[p.loss_slot] = true;
     for (auto it = p.steps.rbegin(); it != p.steps.rend(); ++it) {
       Step& st = *it;
-      const bool out_reaches = std::any_of(st.out.begin(), st.out.end(), [&](int o) { return o >= 0 && reaches_loss[o]; });
+      const bool out_reaches =
+          std::any_of(st.out.begin(), st.out.end(), [&](int o) { return o >= 0 && reaches_loss[o]; });
       const bool wants = std::find(st.grad_wanted.begin(), st.grad_wanted.end(), true) != st.grad_wanted.end();
       st.backward = out_reaches && wants;
       if (!st.backward) continue;

@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -257,13 +256,21 @@ TensorProto tensor_to_proto(const Tensor& t, const std::string& name, ProtoEncod
 }
 
 namespace {
+// One read into a buffer of the file's size: models are 100 MB and more, and growing a stream
+// buffer would copy them several times.
 std::string read_binary(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::error_code ec;
+  D5_CHECK(!std::filesystem::exists(path, ec) || std::filesystem::is_regular_file(path, ec), IoError,
+           "'{}' is not a regular file", path);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   D5_CHECK(in.good(), IoError, "cannot open '{}'", path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  D5_CHECK(!in.bad(), IoError, "error reading '{}'", path);
-  return s.str();
+  const std::streamoff size = in.tellg();
+  D5_CHECK(size >= 0, IoError, "cannot read the size of '{}'", path);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), size);
+  D5_CHECK(in.gcount() == size, IoError, "error reading '{}'", path);
+  return bytes;
 }
 }  // namespace
 

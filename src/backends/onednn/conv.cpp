@@ -115,11 +115,7 @@ class ConvOp : public OnednnOp {
     y_.finish();
   }
 
-  std::vector<bool> differentiable_inputs() const override {
-    std::vector<bool> m(spec_.inputs.size(), true);
-    if (m.size() > 2) m[2] = d_.bias;
-    return m;
-  }
+  std::vector<bool> differentiable_inputs() const override { return d_.gradient_mask(spec_.inputs.size()); }
 
   void backward(std::span<const Tensor> gy, std::span<const Tensor> in, std::span<const Tensor>,
                 std::span<Tensor> gx) override {

@@ -8,6 +8,7 @@
 //   group size, x_i receives d / m + v * 2 (x_i - mean) / m.
 #include <cmath>
 
+#include "../reference/ops/norm_common.h"
 #include "onednn_common.h"
 
 namespace d5::onednn {
@@ -20,12 +21,6 @@ int64_t product(const Shape& s, size_t begin, size_t end) {
   int64_t n = 1;
   for (size_t i = begin; i < end; ++i) n *= s[i];
   return n;
-}
-
-void check_float_param(const OpSpec& s, size_t i, const char* name, const Shape& want) {
-  D5_CHECK_ARG(s.has_input(i), "{}: input {} ({}) is required", s.label(), i, name);
-  D5_CHECK_ARG(s.inputs[i].shape == want, "{}: input {} ({}) has shape {}, expected {}", s.label(), i, name,
-               s.inputs[i].shape.to_string(), want.to_string());
 }
 
 // Adds to gx (viewed as [outer, groups, inner] with statistics per `group` index g(o, c)) the
@@ -141,21 +136,8 @@ class BatchNormOp : public OnednnOp {
 
  private:
   static std::vector<TensorDesc> outputs_of(const OpSpec& s) {
-    D5_CHECK_ARG(s.inputs.size() == 5, "{}: needs 5 inputs (X, scale, B, input_mean, input_var), got {}",
-                 s.label(), s.inputs.size());
-    const Shape& x = s.inputs[0].shape;
-    D5_CHECK_ARG(x.rank() >= 2, "{}: X must have rank >= 2 ([N, C, ...]), got {}", s.label(), x.to_string());
-    const bool spatial = s.attrs.get_int("spatial", 1) != 0;
-    const Shape param =
-        spatial ? Shape{x[1]} : Shape(std::vector<int64_t>(x.dims().begin() + 1, x.dims().end()));
-    const char* names[] = {"X", "scale", "B", "input_mean", "input_var"};
-    for (size_t i = 1; i < 5; ++i) check_float_param(s, i, names[i], param);
-    refuse_if(x.numel() == 0, "empty tensor: nothing for oneDNN to compute");
-    std::vector<TensorDesc> outs = {s.inputs[0]};
-    if (s.attrs.get_int("training_mode", 0) != 0) {
-      outs.push_back(s.inputs[3]);
-      outs.push_back(s.inputs[4]);
-    }
+    auto outs = reference::batch_norm_outputs(s);
+    refuse_if(s.inputs[0].numel() == 0, "empty tensor: nothing for oneDNN to compute");
     return outs;
   }
 

@@ -271,6 +271,7 @@ Built build_max_pool(const OpSpec& s, const Operator& ref) {
     return std::string("ATen max pooling has at most 3 spatial axes");
   const PoolPlan p = pool_plan(s, ref);
   const bool column_major = s.attrs.get_int("storage_order", 0) == 1;
+  const bool indices = ref.output_descs().size() > 1;  // the reference's choice, from num_outputs
   const auto type = scalar_type(s.inputs[0].dtype);
   return OpDef{[=](const Call& c) -> TensorList {
                  // ATen pools floating types only; int8/uint8 values are exact in float.
@@ -284,6 +285,7 @@ Built build_max_pool(const OpSpec& s, const Operator& ref) {
                  // the values-only pooling saves the index tensor and its ONNX mapping.
                  if (c.wanted.size() > 1 && !c.wanted[1]) return {narrow_to(max_pool_values(x, p, pads), p.out), {}};
                  const auto r = max_pool(x, p, pads);
+                 if (!indices) return {narrow_to(r[0], p.out)};
                  return {narrow_to(r[0], p.out), onnx_indices(narrow_to(r[1], p.out), p, column_major)};
                },
                "at::max_pool" + std::to_string(p.image.size()) + "d_with_indices"};

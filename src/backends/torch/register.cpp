@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "custom_autograd.h"
 #include "deep500/backend.h"
 #include "deep500/graph_executor.h"
 #include "deep500/runtime_libraries.h"
@@ -30,6 +31,10 @@ void register_backend() {
   d5::register_backend(std::move(b));
   register_executor("torch", [](Network& net, const ExecutorOptions& options) -> std::unique_ptr<GraphExecutor> {
     return std::make_unique<TorchExecutor>(net, options);
+  });
+  // Custom operators registered on "torch" become autograd functions, usable in ATen graphs.
+  register_custom_op_adapter("torch", [](std::unique_ptr<Operator> op) -> std::unique_ptr<Operator> {
+    return std::make_unique<AutogradOp>(std::move(op));
   });
 }
 

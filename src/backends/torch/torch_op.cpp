@@ -69,6 +69,25 @@ at::Tensor view_of(const Tensor& t) {
 
 std::vector<int64_t> dims_of(const Shape& s) { return s.dims(); }
 
+bool adoptable(const at::Tensor& result, const Tensor& dst) {
+  if (!dst.defined() || dst.is_view() || dst.device().kind != DeviceKind::cpu || dst.numel() == 0)
+    return false;
+  if (!result.defined() || result.layout() != at::kStrided || !result.device().is_cpu()) return false;
+  // Sole owner of its whole storage: not an input's view, not a tensor the kernel keeps, and no
+  // larger buffer kept alive behind a smaller output (the memory statistics count dst's bytes).
+  return result.scalar_type() == scalar_type(dst.dtype()) && result.is_contiguous() &&
+         result.use_count() == 1 && result.storage().use_count() == 1 &&
+         result.storage().nbytes() == dst.bytes() && is_tensor_aligned(result.data_ptr());
+}
+
+void store_result(const at::Tensor& result, Tensor& dst, const at::Tensor& dst_view) {
+  if (adoptable(result, dst)) {
+    dst = Tensor::adopt(dst.desc(), result.data_ptr(), std::make_shared<at::Tensor>(result));
+    return;
+  }
+  if (dst_view.numel() > 0) dst_view.copy_(result);
+}
+
 int64_t axis_in(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
 
 std::optional<std::vector<int64_t>> ints_from_input_or_attr(const OpSpec& spec, size_t i,
@@ -137,7 +156,7 @@ void TorchOp::forward(std::span<const Tensor> inputs, std::span<Tensor> outputs)
   const auto res = run(c);
   guarded(spec_, [&] {
     for (size_t k = 0; k < res.size(); ++k)
-      if (!res[k].is_same(c.out[k]) && res[k].numel() > 0) c.out[k].copy_(res[k]);
+      if (!res[k].is_same(c.out[k])) store_result(res[k], outputs[k], c.out[k]);
     return 0;
   });
 }
@@ -186,14 +205,16 @@ void TorchOp::backward(std::span<const Tensor> grad_outputs, std::span<const Ten
       return torch::autograd::grad(roots, leaves, seeds, /*retain_graph=*/false, /*create_graph=*/false,
                                    /*allow_unused=*/true);
     });
+  // The seeds (views of the caller's upstream gradients) stay alive here, so a gradient that is one
+  // of them is shared, not adoptable, and gets copied.
   guarded(spec_, [&] {
     for (size_t j = 0; j < leaves.size(); ++j) {
-      at::Tensor dst = view_of(grad_inputs[leaf_input[j]]);
-      if (dst.numel() == 0) continue;
+      Tensor& gx = grad_inputs[leaf_input[j]];
+      at::Tensor dst = view_of(gx);
       // An input the outputs do not depend on (or only through zero-gradient paths) gets zeros.
       if (grads[j].defined())
-        dst.copy_(grads[j]);
-      else
+        store_result(grads[j], gx, dst);
+      else if (dst.numel() > 0)
         dst.zero_();
     }
     return 0;

@@ -2,6 +2,8 @@
 // The LibTorch backend's one operator class. Every ONNX operator is a TorchOp running a kernel:
 // a lambda, built once per OpSpec, that calls ATen on at::Tensor views of the d5 tensors'
 // buffers (at::from_blob: d5 buffers are 64-byte aligned and row-major, so nothing is copied).
+// A result ATen allocated is handed to an owned output tensor as it is (store_result); only view
+// outputs and results that are not plain, solely owned buffers are copied.
 //
 // What the ONNX semantics of a spec are (output descriptors, which inputs have gradients, the
 // work counts, and InvalidArgument for invalid specs) comes from the reference operator of the
@@ -101,6 +103,13 @@ at::ScalarType scalar_type(DType t);
 // A view of t's buffer (no copy); undefined for an undefined tensor, an empty tensor for numel 0.
 at::Tensor view_of(const Tensor& t);
 std::vector<int64_t> dims_of(const Shape& s);
+// Hands an ATen result (the shape of dst, any dtype) to dst without a copy where the operator
+// contract allows it: an owned dst is rebound to the result's buffer (Tensor::adopt, the
+// at::Tensor kept alive) when the result is the sole owner of a contiguous, 64-byte-aligned
+// storage of exactly dst's dtype and size. Otherwise (a view dst, a shared or converted result)
+// the result is copied into dst_view, the view of dst's buffer.
+bool adoptable(const at::Tensor& result, const Tensor& dst);
+void store_result(const at::Tensor& result, Tensor& dst, const at::Tensor& dst_view);
 // ONNX axis in [-rank, rank) to [0, rank) (the reference has validated it).
 int64_t axis_in(int64_t axis, size_t rank);
 // Integers from constant input i when present (the reference has checked that it is known),

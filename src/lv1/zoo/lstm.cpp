@@ -10,8 +10,9 @@ Network build_lstm_classifier(const ModelOptions& o) {
   constexpr int64_t kHidden = 128;
   Builder b("lstm", o);
   Value x = b.input(2, "sequence length, features");
-  Value seq_first = b.node("Transpose", "to_sequence_first", {x.name}, Shape{x.shape[1], x.shape[0], x.shape[2]},
-                           Attributes{{"perm", std::vector<int64_t>{1, 0, 2}}});
+  Value seq_first =
+      b.node("Transpose", "to_sequence_first", {x.name}, Shape{x.shape[1], x.shape[0], x.shape[2]},
+             Attributes{{"perm", std::vector<int64_t>{1, 0, 2}}});
   Value h = b.lstm_last_hidden(seq_first, "lstm", kHidden);
   return b.finish(b.linear(h, "fc", o.classes));
 }

@@ -50,7 +50,8 @@ Network build_mobilenet_v2(const ModelOptions& o) {
   int index = 1;
   for (const Stage& s : stages)
     for (int64_t i = 0; i < s.blocks; ++i)
-      x = inverted_residual(b, x, "features." + std::to_string(index++), s.channels, i == 0 ? s.stride : 1, s.expand);
+      x = inverted_residual(b, x, "features." + std::to_string(index++), s.channels, i == 0 ? s.stride : 1,
+                            s.expand);
   x = conv_bn_relu6(b, x, "features." + std::to_string(index), 1280, 1, 1);
   x = b.flatten(b.global_avg_pool(x, "avgpool"), "flatten");
   x = b.dropout(x, "classifier.0", 0.2);

@@ -31,22 +31,26 @@ std::vector<ZooModel> make_models() {
   for (const char* r : {"resnet18", "resnet34", "resnet50", "resnet101", "resnet152"}) {
     const int depth = std::stoi(std::string(r + 6));
     add(r,
-        fmt::format("ResNet-{} for ImageNet (torchvision), {} blocks", depth, depth >= 50 ? "bottleneck" : "basic"),
-        kImageNet, 1000, [name = std::string(r)](const ModelOptions& o) { return zoo::build_resnet(name, o); });
+        fmt::format("ResNet-{} for ImageNet (torchvision), {} blocks", depth,
+                    depth >= 50 ? "bottleneck" : "basic"),
+        kImageNet, 1000,
+        [name = std::string(r)](const ModelOptions& o) { return zoo::build_resnet(name, o); });
   }
   for (int depth : {20, 32, 44, 56, 110}) {
     const std::string name = "resnet" + std::to_string(depth);
-    add(name, fmt::format("ResNet-{} for CIFAR: 3 stages of {} basic blocks, option-A shortcuts", depth, (depth - 2) / 6),
+    add(name,
+        fmt::format("ResNet-{} for CIFAR: 3 stages of {} basic blocks, option-A shortcuts", depth,
+                    (depth - 2) / 6),
         kCifar, 10, [name, depth](const ModelOptions& o) { return zoo::build_resnet_cifar(name, depth, o); });
   }
   add("wrn-28-10", "Wide ResNet 28-10 for CIFAR: pre-activation blocks, widths 160/320/640", kCifar, 10,
       [](const ModelOptions& o) { return zoo::build_wide_resnet("wrn-28-10", 28, 10, o); });
-  add("mobilenet_v2", "MobileNetV2 (torchvision, width 1.0): inverted residuals, depthwise convolutions", kImageNet,
-      1000, zoo::build_mobilenet_v2);
+  add("mobilenet_v2", "MobileNetV2 (torchvision, width 1.0): inverted residuals, depthwise convolutions",
+      kImageNet, 1000, zoo::build_mobilenet_v2);
   add("lstm", "LSTM classifier: one 128-unit LSTM layer, Gemm on the last step", {28, 28}, 10,
       zoo::build_lstm_classifier);
-  add("transformer", "Transformer encoder: 2 layers, d_model 128, 4 heads, GELU feed-forward 512", {32, 64}, 10,
-      zoo::build_transformer);
+  add("transformer", "Transformer encoder: 2 layers, d_model 128, 4 heads, GELU feed-forward 512", {32, 64},
+      10, zoo::build_transformer);
   return m;
 }
 
@@ -72,13 +76,15 @@ Network build_model(const std::string& name, const ModelOptions& options) {
   if (o.classes == 0) o.classes = it->default_classes;
   if (o.input_shape.empty()) o.input_shape = it->default_input;
   for (int64_t d : o.input_shape)
-    D5_CHECK_ARG(d >= 1, "model '{}': input shape [{}] has an extent below 1", name, fmt::join(o.input_shape, ","));
+    D5_CHECK_ARG(d >= 1, "model '{}': input shape [{}] has an extent below 1", name,
+                 fmt::join(o.input_shape, ","));
   try {
     return it->build(o);
   } catch (const Error& e) {
     // Layer errors name the layer; say which model and input they came from.
     if (std::string(e.what()).find("model '") != std::string::npos) throw;
-    rethrow_with_message(e, fmt::format("model '{}' with input [{}]: {}", name, fmt::join(o.input_shape, ","), e.what()));
+    rethrow_with_message(
+        e, fmt::format("model '{}' with input [{}]: {}", name, fmt::join(o.input_shape, ","), e.what()));
   }
 }
 

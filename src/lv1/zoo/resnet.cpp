@@ -60,7 +60,8 @@ Network build_resnet(const std::string& name, const ModelOptions& o) {
     for (int i = 0; i < cfg.blocks[stage]; ++i) {
       const std::string scope = "layer" + std::to_string(stage + 1) + "." + std::to_string(i);
       const int64_t stride = stage > 0 && i == 0 ? 2 : 1;
-      x = cfg.bottleneck ? bottleneck_block(b, x, scope, planes, stride) : basic_block(b, x, scope, planes, stride);
+      x = cfg.bottleneck ? bottleneck_block(b, x, scope, planes, stride)
+                         : basic_block(b, x, scope, planes, stride);
     }
   }
   x = b.flatten(b.global_avg_pool(x, "avgpool"), "flatten");

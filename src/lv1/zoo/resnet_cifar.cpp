@@ -27,7 +27,8 @@ Value basic_block(Builder& b, const Value& x, const std::string& scope, int64_t 
   Value y = b.relu(b.batch_norm(b.conv(x, scope + ".conv1", planes, 3, stride, 1, false), scope + ".bn1"),
                    scope + ".relu1");
   y = b.batch_norm(b.conv(y, scope + ".conv2", planes, 3, 1, 1, false), scope + ".bn2");
-  Value shortcut = stride != 1 || x.shape[1] != planes ? option_a_shortcut(b, x, scope + ".shortcut", planes) : x;
+  Value shortcut =
+      stride != 1 || x.shape[1] != planes ? option_a_shortcut(b, x, scope + ".shortcut", planes) : x;
   return b.relu(b.add(y, shortcut, scope + ".add"), scope + ".relu2");
 }
 

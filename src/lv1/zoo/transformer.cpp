@@ -20,7 +20,8 @@ Tensor position_encoding(int64_t length, int64_t dim) {
   float* p = pe.data_as<float>();
   for (int64_t pos = 0; pos < length; ++pos)
     for (int64_t i = 0; i < dim; i += 2) {
-      const double angle = static_cast<double>(pos) / std::pow(10000.0, static_cast<double>(i) / static_cast<double>(dim));
+      const double angle =
+          static_cast<double>(pos) / std::pow(10000.0, static_cast<double>(i) / static_cast<double>(dim));
       p[pos * dim + i] = static_cast<float>(std::sin(angle));
       if (i + 1 < dim) p[pos * dim + i + 1] = static_cast<float>(std::cos(angle));
     }
@@ -32,7 +33,8 @@ Value self_attention(Builder& b, const Value& x, const std::string& scope) {
   const Value split = b.int64s({0, 0, kHeads, head_dim});  // 0 keeps the batch and sequence extents
   auto heads = [&](const std::string& proj, std::vector<int64_t> perm, Shape out) {
     Value p = b.linear(x, scope + "." + proj, kModel);
-    Value r = b.node("Reshape", scope + "." + proj + ".split", {p.name, split.name}, Shape{batch, seq, kHeads, head_dim});
+    Value r = b.node("Reshape", scope + "." + proj + ".split", {p.name, split.name},
+                     Shape{batch, seq, kHeads, head_dim});
     return b.node("Transpose", scope + "." + proj + ".heads", {r.name}, std::move(out),
                   Attributes{{"perm", std::move(perm)}});
   };
@@ -42,12 +44,14 @@ Value self_attention(Builder& b, const Value& x, const std::string& scope) {
   Value scores = b.node("MatMul", scope + ".scores", {q.name, k_t.name}, Shape{batch, kHeads, seq, seq});
   scores = b.mul(scores, b.scalar(static_cast<float>(1 / std::sqrt(static_cast<double>(head_dim)))),
                  scope + ".scale");
-  Value attn = b.node("Softmax", scope + ".softmax", {scores.name}, scores.shape, Attributes{{"axis", int64_t{-1}}});
+  Value attn =
+      b.node("Softmax", scope + ".softmax", {scores.name}, scores.shape, Attributes{{"axis", int64_t{-1}}});
   attn = b.dropout(attn, scope + ".dropout", kDropout);
   Value ctx = b.node("MatMul", scope + ".context", {attn.name, v.name}, Shape{batch, kHeads, seq, head_dim});
   ctx = b.node("Transpose", scope + ".merge", {ctx.name}, Shape{batch, seq, kHeads, head_dim},
                Attributes{{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
-  ctx = b.node("Reshape", scope + ".concat", {ctx.name, b.int64s({0, 0, kModel}).name}, Shape{batch, seq, kModel});
+  ctx = b.node("Reshape", scope + ".concat", {ctx.name, b.int64s({0, 0, kModel}).name},
+               Shape{batch, seq, kModel});
   return b.linear(ctx, scope + ".out_proj", kModel);
 }
 

@@ -30,7 +30,8 @@ Network build_wide_resnet(const std::string& name, int depth, int width, const M
     const int64_t channels = (int64_t{16} << group) * width;
     for (int i = 0; i < n; ++i) {
       const int64_t stride = group > 0 && i == 0 ? 2 : 1;
-      x = wide_block(b, x, "block" + std::to_string(group + 1) + ".layer." + std::to_string(i), channels, stride);
+      x = wide_block(b, x, "block" + std::to_string(group + 1) + ".layer." + std::to_string(i), channels,
+                     stride);
     }
   }
   x = b.relu(b.batch_norm(x, "bn1"), "relu");

@@ -13,6 +13,10 @@ namespace d5::zoo {
 
 namespace {
 
+// Float attributes as ONNX stores them (f32), so an exported model imports to the same values.
+constexpr double kNormEpsilon = static_cast<double>(1e-5f);
+constexpr double kBatchNormMomentum = static_cast<double>(0.9f);
+
 std::string number_text(double v) {
   std::string s = fmt::format("{}", v);
   for (char& c : s)
@@ -28,10 +32,11 @@ Shape with_last(Shape s, int64_t last) {
 }  // namespace
 
 int64_t window_output(int64_t in, int64_t kernel, int64_t stride, int64_t pad, const std::string& layer) {
-  D5_CHECK_ARG(in + 2 * pad >= kernel,
-               "layer '{}': its input is {} wide (+{} padding on each side) but its window is {}: choose a larger "
-               "--input-shape",
-               layer, in, pad, kernel);
+  D5_CHECK_ARG(
+      in + 2 * pad >= kernel,
+      "layer '{}': its input is {} wide (+{} padding on each side) but its window is {}: choose a larger "
+      "--input-shape",
+      layer, in, pad, kernel);
   return (in + 2 * pad - kernel) / stride + 1;
 }
 
@@ -50,8 +55,8 @@ std::string Builder::fresh(const std::string& base) {
 
 Value Builder::input(size_t rank, const std::string& what) {
   const auto& s = options_.input_shape;
-  D5_CHECK_ARG(s.size() == rank, "model '{}' takes a per-sample input shape of {} extents ({}), got [{}]", model_,
-               rank, what, fmt::join(s, ","));
+  D5_CHECK_ARG(s.size() == rank, "model '{}' takes a per-sample input shape of {} extents ({}), got [{}]",
+               model_, rank, what, fmt::join(s, ","));
   std::vector<int64_t> dims = {options_.batch};
   dims.insert(dims.end(), s.begin(), s.end());
   D5_CHECK(!used_.count(kZooInput), Internal, "model '{}' asked for two inputs", model_);
@@ -103,22 +108,23 @@ Value Builder::int64s(const std::vector<int64_t>& values) {
   return constant(fmt::format("const_i64_{}", fmt::join(parts, "_")), t);
 }
 
-Value Builder::node(const std::string& op_type, const std::string& scope, const std::vector<std::string>& inputs,
-                    Shape out_shape, Attributes attrs) {
+Value Builder::node(const std::string& op_type, const std::string& scope,
+                    const std::vector<std::string>& inputs, Shape out_shape, Attributes attrs) {
   const std::string name = fresh(scope);
   net_.add_node({name, op_type, "", std::move(attrs), inputs, {name}});
   return {name, std::move(out_shape)};
 }
 
-Value Builder::conv(const Value& x, const std::string& scope, int64_t out_channels, int64_t kernel, int64_t stride,
-                    int64_t pad, bool bias, int64_t groups) {
+Value Builder::conv(const Value& x, const std::string& scope, int64_t out_channels, int64_t kernel,
+                    int64_t stride, int64_t pad, bool bias, int64_t groups) {
   const int64_t in_channels = x.shape[1];
   D5_CHECK(in_channels % groups == 0 && out_channels % groups == 0, Internal,
            "layer '{}': {} -> {} channels in {} groups", scope, in_channels, out_channels, groups);
   const int64_t fan_in = in_channels / groups * kernel * kernel;
   const double bound = 1 / std::sqrt(static_cast<double>(fan_in));
   std::vector<std::string> inputs = {
-      x.name, uniform_param(scope + ".weight", Shape{out_channels, in_channels / groups, kernel, kernel}, bound)};
+      x.name,
+      uniform_param(scope + ".weight", Shape{out_channels, in_channels / groups, kernel, kernel}, bound)};
   if (bias) inputs.push_back(uniform_param(scope + ".bias", Shape{out_channels}, bound));
   Shape out{x.shape[0], out_channels, window_output(x.shape[2], kernel, stride, pad, scope),
             window_output(x.shape[3], kernel, stride, pad, scope)};
@@ -136,17 +142,22 @@ Value Builder::batch_norm(const Value& x, const std::string& scope) {
                                      filled_tensor(scope + ".running_mean", c, 0, false),
                                      filled_tensor(scope + ".running_var", c, 1, false)};
   // PyTorch's momentum 0.1 weighs the new batch; ONNX's momentum weighs the running value.
-  Attributes a{{"epsilon", 1e-5}, {"momentum", 0.9}};
-  if (options_.training) a.set("training_mode", int64_t{1});
-  return node("BatchNormalization", scope, inputs, x.shape, std::move(a));
+  Attributes a{{"epsilon", kNormEpsilon}, {"momentum", kBatchNormMomentum}};
+  if (!options_.training) return node("BatchNormalization", scope, inputs, x.shape, std::move(a));
+  // Training mode has three outputs in ONNX (its shape inference insists); the updated running
+  // statistics are not asked for, so their names stay empty.
+  a.set("training_mode", int64_t{1});
+  const std::string name = fresh(scope);
+  net_.add_node({name, "BatchNormalization", "", std::move(a), inputs, {name, "", ""}});
+  return {name, x.shape};
 }
 
 Value Builder::linear(const Value& x, const std::string& scope, int64_t out_features, bool bias) {
   const int64_t in_features = x.shape[x.shape.rank() - 1];
   const double bound = 1 / std::sqrt(static_cast<double>(in_features));
   if (x.shape.rank() == 2) {
-    std::vector<std::string> inputs = {x.name,
-                                       uniform_param(scope + ".weight", Shape{out_features, in_features}, bound)};
+    std::vector<std::string> inputs = {
+        x.name, uniform_param(scope + ".weight", Shape{out_features, in_features}, bound)};
     if (bias) inputs.push_back(uniform_param(scope + ".bias", Shape{out_features}, bound));
     return node("Gemm", scope, inputs, Shape{x.shape[0], out_features}, Attributes{{"transB", int64_t{1}}});
   }
@@ -162,14 +173,16 @@ Value Builder::layer_norm(const Value& x, const std::string& scope) {
   const Shape c{x.shape[x.shape.rank() - 1]};
   std::vector<std::string> inputs = {x.name, filled_tensor(scope + ".weight", c, 1, true),
                                      filled_tensor(scope + ".bias", c, 0, true)};
-  return node("LayerNormalization", scope, inputs, x.shape, Attributes{{"axis", int64_t{-1}}, {"epsilon", 1e-5}});
+  return node("LayerNormalization", scope, inputs, x.shape,
+              Attributes{{"axis", int64_t{-1}}, {"epsilon", kNormEpsilon}});
 }
 
 Value Builder::lstm_last_hidden(const Value& x, const std::string& scope, int64_t hidden) {
   const int64_t features = x.shape[2], batch = x.shape[1];
   const double bound = 1 / std::sqrt(static_cast<double>(hidden));
   // ONNX packs PyTorch's weight_ih/weight_hh/bias_ih+bias_hh as W, R, B (one direction).
-  std::vector<std::string> inputs = {x.name, uniform_param(scope + ".W", Shape{1, 4 * hidden, features}, bound),
+  std::vector<std::string> inputs = {x.name,
+                                     uniform_param(scope + ".W", Shape{1, 4 * hidden, features}, bound),
                                      uniform_param(scope + ".R", Shape{1, 4 * hidden, hidden}, bound),
                                      uniform_param(scope + ".B", Shape{1, 8 * hidden}, bound)};
   const std::string name = fresh(scope);
@@ -178,7 +191,9 @@ Value Builder::lstm_last_hidden(const Value& x, const std::string& scope, int64_
   return node("Squeeze", scope + ".last", {y_h, int64s({0}).name}, Shape{batch, hidden});
 }
 
-Value Builder::relu(const Value& x, const std::string& scope) { return node("Relu", scope, {x.name}, x.shape); }
+Value Builder::relu(const Value& x, const std::string& scope) {
+  return node("Relu", scope, {x.name}, x.shape);
+}
 
 Value Builder::relu6(const Value& x, const std::string& scope) {
   return node("Clip", scope, {x.name, scalar(0).name, scalar(6).name}, x.shape);
@@ -195,7 +210,8 @@ Value Builder::gelu(const Value& x, const std::string& scope) {
   return mul(half_x, add(t, scalar(1), scope + ".one_plus"), scope);
 }
 
-Value Builder::max_pool(const Value& x, const std::string& scope, int64_t kernel, int64_t stride, int64_t pad) {
+Value Builder::max_pool(const Value& x, const std::string& scope, int64_t kernel, int64_t stride,
+                        int64_t pad) {
   Shape out{x.shape[0], x.shape[1], window_output(x.shape[2], kernel, stride, pad, scope),
             window_output(x.shape[3], kernel, stride, pad, scope)};
   Attributes a{{"kernel_shape", std::vector<int64_t>{kernel, kernel}},
@@ -213,10 +229,11 @@ Value Builder::adaptive_avg_pool(const Value& x, const std::string& scope, int64
   if (h == out && w == out) return x;
   const Shape target{x.shape[0], x.shape[1], out, out};
   if (h == 1 && w == 1) return node("Expand", scope, {x.name, int64s(target.dims()).name}, target);
-  D5_CHECK_ARG(h == w && h % out == 0,
-               "model '{}': layer '{}' pools a {}x{} feature map to {}x{}, which needs a square map whose side is "
-               "a multiple of {} (or 1); choose another --input-shape",
-               model_, scope, h, w, out, out, out);
+  D5_CHECK_ARG(
+      h == w && h % out == 0,
+      "model '{}': layer '{}' pools a {}x{} feature map to {}x{}, which needs a square map whose side is "
+      "a multiple of {} (or 1); choose another --input-shape",
+      model_, scope, h, w, out, out, out);
   const int64_t k = h / out;
   Attributes a{{"kernel_shape", std::vector<int64_t>{k, k}}, {"strides", std::vector<int64_t>{k, k}}};
   return node("AveragePool", scope, {x.name}, target, std::move(a));
@@ -233,7 +250,8 @@ Value Builder::dropout(const Value& x, const std::string& scope, double ratio) {
   Tensor training = Tensor::from_values<bool>(Shape{}, {true});
   const std::string mode = constant("const_training_true", training).name;
   Attributes a{{"seed", static_cast<int64_t>(options_.seed & 0x7fffffffffffffff)}};
-  return node("Dropout", scope, {x.name, scalar(static_cast<float>(ratio)).name, mode}, x.shape, std::move(a));
+  return node("Dropout", scope, {x.name, scalar(static_cast<float>(ratio)).name, mode}, x.shape,
+              std::move(a));
 }
 
 Value Builder::add(const Value& a, const Value& b, const std::string& scope) {
@@ -256,8 +274,12 @@ Network Builder::finish(const Value& logits) {
   net_.add_output(out);
   if (options_.with_loss) {
     net_.add_input(kZooLabels, TensorDesc{DType::i64, Shape{options_.batch}});
-    net_.add_node({kZooLoss, "SoftmaxCrossEntropyLoss", "", Attributes{{"reduction", std::string("mean")}},
-                   {out, kZooLabels}, {kZooLoss}});
+    net_.add_node({kZooLoss,
+                   "SoftmaxCrossEntropyLoss",
+                   "",
+                   Attributes{{"reduction", std::string("mean")}},
+                   {out, kZooLabels},
+                   {kZooLoss}});
     net_.add_output(kZooLoss);
   }
   return std::move(net_);

@@ -68,7 +68,7 @@ class Builder {
              Shape out_shape, Attributes attrs = {});
   // A constant (a Constant node, folded by inference), shared by name.
   Value constant(const std::string& name, const Tensor& value);
-  Value scalar(float v);  // an f32 scalar constant
+  Value scalar(float v);                             // an f32 scalar constant
   Value int64s(const std::vector<int64_t>& values);  // a 1-D i64 constant
 
   // Marks `logits` as the output "logits", adds the loss when asked, and hands the network over.
@@ -95,7 +95,7 @@ int64_t window_output(int64_t in, int64_t kernel, int64_t stride, int64_t pad, c
 Network build_lenet5(const ModelOptions& o);
 Network build_mlp(const ModelOptions& o);
 Network build_alexnet(const ModelOptions& o);
-Network build_vgg(const std::string& name, const ModelOptions& o);  // vgg11, vgg16
+Network build_vgg(const std::string& name, const ModelOptions& o);     // vgg11, vgg16
 Network build_resnet(const std::string& name, const ModelOptions& o);  // resnet18 ... resnet152
 Network build_resnet_cifar(const std::string& name, int depth, const ModelOptions& o);
 Network build_wide_resnet(const std::string& name, int depth, int width, const ModelOptions& o);

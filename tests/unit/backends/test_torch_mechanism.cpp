@@ -63,13 +63,66 @@ TEST(TorchMechanism, ForwardWithoutGraphBackwardByReplay) {
   for (int64_t i = 0; i < x.numel(); ++i)
     EXPECT_NEAR(gx[0].get(i), gy.get(i) * (1 - y.get(i) * y.get(i)), 1e-12);
 
-  const auto out = op.run_forward(std::vector<Tensor>{x});
+  std::vector<Tensor> out = {Tensor::uninitialized(x.desc())};
+  const void* given = out[0].data();
+  op.forward(std::vector<Tensor>{x}, out);
   EXPECT_FALSE(seen->replay);
   EXPECT_FALSE(seen->grad_mode);  // no graph recorded
   EXPECT_FALSE(seen->leaf_requires_grad);
   EXPECT_EQ(seen->in[0], x.data());
-  EXPECT_EQ(seen->out[0], out[0].data());
+  EXPECT_EQ(seen->out[0], given);  // the kernel saw the caller's buffer...
+  EXPECT_NE(out[0].data(), given);  // ...and its fresh result was adopted instead of copied into it
   expect_close(out[0], y, tol_for(DType::f64), "forward");
+}
+
+// Owned outputs and input gradients take over ATen's results; views are written in place; a
+// result that shares its buffer (an input's view, a kernel's kept tensor) is copied.
+TEST(TorchMechanism, OwnedOutputsAdoptAtenResultsViewsAreWrittenInPlace) {
+  register_builtin_operators();
+  const auto in = random_inputs({{DType::f32, {2, 3, 9, 9}}, {DType::f32, {4, 3, 3, 3}}});
+  auto op = OpRegistry::global().create(spec_of("Conv", {in[0].desc(), in[1].desc()}), "torch");
+  auto ref = OpRegistry::global().create(spec_of("Conv", {in[0].desc(), in[1].desc()}), "reference");
+  const auto ref_out = ref->run_forward(in);
+  const TensorDesc y = op->output_descs()[0];
+
+  const auto before = tensor_memory_stats();
+  std::vector<Tensor> owned = {Tensor::uninitialized(y)};
+  const void* given = owned[0].data();
+  op->forward(in, owned);
+  EXPECT_NE(owned[0].data(), given);
+  EXPECT_FALSE(owned[0].is_view());
+  EXPECT_EQ(owned[0].desc(), y);
+  // The given buffer was released and the adopted one counts in its place.
+  EXPECT_EQ(tensor_memory_stats().current_bytes,
+            before.current_bytes + static_cast<int64_t>(y.bytes()));
+  expect_close(owned[0], ref_out[0], tol_for(DType::f32), "adopted output");
+
+  std::vector<float> buffer(static_cast<size_t>(y.shape.numel()));
+  std::vector<Tensor> view = {Tensor::view(y, buffer.data())};
+  op->forward(in, view);
+  EXPECT_EQ(view[0].data(), buffer.data());
+  expect_close(view[0], ref_out[0], tol_for(DType::f32), "view output");
+
+  // Input gradients: owned ones adopt, view ones are written.
+  const std::vector<Tensor> gy = {random_input(y, "gy")};
+  const auto ref_gx = ref->run_backward(gy, in, ref_out);
+  std::vector<Tensor> gx = {Tensor::uninitialized(in[0].desc()), Tensor::uninitialized(in[1].desc())};
+  const void* gx_given = gx[0].data();
+  op->backward(gy, in, owned, gx);
+  EXPECT_NE(gx[0].data(), gx_given);
+  std::vector<float> gw_buffer(static_cast<size_t>(in[1].numel()));
+  std::vector<Tensor> gx_view = {Tensor(), Tensor::view(in[1].desc(), gw_buffer.data())};
+  op->backward(gy, in, owned, gx_view);
+  EXPECT_EQ(gx_view[1].data(), gw_buffer.data());
+  for (size_t i = 0; i < 2; ++i)
+    expect_close(gx[i], ref_gx[i], tol_for(DType::f32), "gradient of input " + std::to_string(i));
+  expect_close(gx_view[1], ref_gx[1], tol_for(DType::f32), "gradient into a view");
+
+  // Identity's kernel returns the input itself: never adopted, or the output would alias X.
+  auto id = OpRegistry::global().create(spec_of("Identity", {in[0].desc()}), "torch");
+  auto out = id->run_forward(std::vector<Tensor>{in[0]});
+  EXPECT_NE(out[0].data(), in[0].data());
+  expect_close(out[0], in[0], {0, 0}, "identity");
 }
 
 TEST(TorchMechanism, UndefinedUpstreamGradientsAreZero) {

@@ -117,6 +117,12 @@ TEST(TorchNn, MaxPool) {
   // Ties: the first maximum gets the gradient, on both backends.
   check("MaxPool", {Tensor::from_values<double>(Shape{1, 1, 2, 3}, {1, 1, 0, 1, 1, 0})},
         {{"kernel_shape", Ints{2, 2}}});
+  // A node asking for Y alone: one output on both backends.
+  OpSpec y_only = spec_of("MaxPool", {{DType::f32, Shape{2, 3, 7, 6}}}, attrs[1]);
+  y_only.num_outputs = 1;
+  register_builtin_operators();
+  EXPECT_EQ(OpRegistry::global().create(y_only, "torch")->output_descs().size(), 1u);
+  check_spec(y_only, random_inputs({{DType::f32, {2, 3, 7, 6}}}));
 }
 
 TEST(TorchNn, AveragePool) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "deep500/tensor.h"
 
@@ -96,6 +97,42 @@ TEST(Tensor, MemoryHighWaterMark) {
   const auto after = tensor_memory_stats();
   EXPECT_EQ(after.current_bytes, before.current_bytes);
   EXPECT_GE(after.peak_bytes, before.current_bytes + (4 << 20));
+}
+
+TEST(Tensor, AdoptOwnsAForeignBufferAndCountsIt) {
+  const TensorDesc d{DType::f32, Shape{256}, Layout::any};
+  bool released = false;
+  void* buf = std::aligned_alloc(kTensorAlignment, d.bytes());
+  std::shared_ptr<void> owner(buf, [&released](void* p) {
+    released = true;
+    std::free(p);
+  });
+  reset_tensor_peak_memory();
+  const auto before = tensor_memory_stats();
+  {
+    Tensor t = Tensor::adopt(d, buf, std::move(owner));
+    EXPECT_FALSE(t.is_view());
+    EXPECT_EQ(t.data(), buf);
+    EXPECT_EQ(tensor_memory_stats().current_bytes, before.current_bytes + static_cast<int64_t>(d.bytes()));
+    EXPECT_EQ(tensor_memory_stats().allocations, before.allocations + 1);
+    Tensor copy = t;  // copies share the buffer, as with an allocated one
+    t = Tensor();
+    EXPECT_FALSE(released);
+    copy.span<float>()[255] = 1.5f;
+  }
+  EXPECT_TRUE(released);
+  EXPECT_EQ(tensor_memory_stats().current_bytes, before.current_bytes);
+  EXPECT_GE(tensor_memory_stats().peak_bytes, before.current_bytes + static_cast<int64_t>(d.bytes()));
+}
+
+TEST(Tensor, AdoptRefusesMisalignedBuffers) {
+  const TensorDesc d{DType::f32, Shape{4}, Layout::any};
+  auto owner = std::shared_ptr<void>(std::aligned_alloc(kTensorAlignment, 128), std::free);
+  auto* misaligned = static_cast<char*>(owner.get()) + 4;
+  EXPECT_FALSE(is_tensor_aligned(misaligned));
+  EXPECT_THROW(Tensor::adopt(d, misaligned, owner), InvalidArgument);
+  EXPECT_THROW(Tensor::adopt(d, owner.get(), nullptr), InvalidArgument);
+  EXPECT_NO_THROW(Tensor::adopt(d, owner.get(), owner));
 }
 
 }  // namespace d5

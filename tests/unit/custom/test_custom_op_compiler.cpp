@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "custom_op_test_cache.h"
 #include "deep500/custom_op.h"
 #include "deep500/custom_op_compiler.h"
 #include "deep500/op_registry.h"
@@ -26,21 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path& test_cache() {
-  static const fs::path dir = [] {
-    const fs::path d = fs::temp_directory_path() / fmt::format("d5-custom-op-test-{}", getpid());
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-class RemoveTestCache : public ::testing::Environment {
- public:
-  void TearDown() override { fs::remove_all(test_cache()); }
-};
-[[maybe_unused]] const auto* const g_cleanup = ::testing::AddGlobalTestEnvironment(new RemoveTestCache);
+const fs::path& test_cache() { return test::custom_op_test_cache(); }
 
 // Warnings are errors here, so the header and the example stay clean for users who enable them.
 CustomOpOptions options(const std::string& subdir = "") {

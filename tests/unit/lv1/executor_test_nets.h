@@ -9,7 +9,8 @@
 namespace d5::test {
 
 // Uniform in [-scale, scale], seeded by name so every tensor has its own stream.
-inline Tensor random_tensor(const TensorDesc& d, const std::string& name, double scale = 1.0, uint64_t seed = 7) {
+inline Tensor random_tensor(const TensorDesc& d, const std::string& name, double scale = 1.0,
+                            uint64_t seed = 7) {
   Tensor t(d);
   RngStream rng(seed, name);
   for (int64_t i = 0; i < t.numel(); ++i) t.set(i, rng.uniform(-scale, scale));
@@ -71,16 +72,24 @@ inline Network cnn(int64_t batch, int64_t classes, DType t = DType::f32) {
   net.feed_tensor("bn_scale", scale, true);
   add_param(net, "bn_bias", t, Shape{4}, 4);
   net.feed_tensor("bn_mean", random_tensor(TensorDesc{t, Shape{4}}, "bn_mean", 0.1));  // running statistics:
-  net.feed_tensor("bn_var", var);                                                        // constants
+  net.feed_tensor("bn_var", var);                                                      // constants
   add_param(net, "fc_w", t, Shape{classes, 64}, 64);
   add_param(net, "fc_b", t, Shape{classes}, 64);
-  net.add_node({"conv", "Conv", "", Attributes{{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, {"x", "conv_w", "conv_b"},
+  net.add_node({"conv",
+                "Conv",
+                "",
+                Attributes{{"pads", std::vector<int64_t>{1, 1, 1, 1}}},
+                {"x", "conv_w", "conv_b"},
                 {"c"}});
   net.add_node({"bn", "BatchNormalization", "", {}, {"c", "bn_scale", "bn_bias", "bn_mean", "bn_var"}, {"n"}});
   net.add_node({"relu", "Relu", "", {}, {"n"}, {"r"}});
-  net.add_node({"pool", "MaxPool", "",
-                Attributes{{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}},
-                {"r"}, {"p"}});
+  net.add_node(
+      {"pool",
+       "MaxPool",
+       "",
+       Attributes{{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}},
+       {"r"},
+       {"p"}});
   net.add_node({"flatten", "Flatten", "", {}, {"p"}, {"f"}});
   net.add_node({"fc", "Gemm", "", Attributes{{"transB", int64_t{1}}}, {"f", "fc_w", "fc_b"}, {"logits"}});
   net.add_node({"softmax", "Softmax", "", {}, {"logits"}, {"probs"}});
@@ -133,7 +142,8 @@ inline Network shape_chain(int64_t batch, int64_t classes, DType t = DType::f32)
 }
 
 // Feeds for a network with inputs "x" (uniform in [-1, 1]) and "labels" (the teacher's).
-inline std::map<std::string, Tensor> feeds_for(const Network& net, int64_t classes, const std::string& seed_name = "x") {
+inline std::map<std::string, Tensor> feeds_for(const Network& net, int64_t classes,
+                                               const std::string& seed_name = "x") {
   const TensorDesc& xd = net.desc("x");
   Tensor x = random_tensor(xd, seed_name);
   return {{"x", x}, {"labels", teacher_labels(x, classes)}};

@@ -42,8 +42,8 @@ void expect_gradients_match_finite_differences(Network& net, int64_t classes, co
       net.feed_tensor(p, v);
       const double down = loss_of(*ex, feeds);
       const double fd = (up - down) / (2 * eps);
-      EXPECT_NEAR(g.get(i), fd, 1e-7 + 1e-6 * std::abs(fd)) << net.name() << " " << p << "[" << i << "] on "
-                                                            << backend;
+      EXPECT_NEAR(g.get(i), fd, 1e-7 + 1e-6 * std::abs(fd))
+          << net.name() << " " << p << "[" << i << "] on " << backend;
       ++checked;
     }
     net.feed_tensor(p, original);

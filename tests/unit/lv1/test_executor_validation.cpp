@@ -30,8 +30,7 @@ void expect_agrees_with_reference(Network& net, int64_t classes, const std::stri
   // Outputs, the loss, and one entry per parameter gradient.
   EXPECT_EQ(bwd.outputs.size(), net.outputs().size() + 1 + net.get_params().size()) << bwd.detail;
   size_t gradients = 0;
-  for (const auto& e : bwd.extra["outputs"])
-    gradients += e["name"].get<std::string>().ends_with("@grad");
+  for (const auto& e : bwd.extra["outputs"]) gradients += e["name"].get<std::string>().ends_with("@grad");
   EXPECT_EQ(gradients, net.get_params().size());
 }
 
@@ -87,22 +86,23 @@ TEST(ExecutorValidation, WrongReferenceOutputsFailNamingTheTensor) {
 // A Tanh whose backward is 10% off, on a backend of its own: its forward is right, so only the
 // gradients can tell.
 void register_skewed_tanh() {
-  OpRegistry::global().add_or_replace(
-      {"Tanh", "skewed", "skewed", true,
-       [](const OpSpec& s) -> OpCreateResult {
-         return custom_op_from_native(
-             s, {s.inputs[0]},
-             [](std::span<const Tensor> in, std::span<Tensor> out) {
-               for (int64_t i = 0; i < in[0].numel(); ++i) out[0].set(i, std::tanh(in[0].get(i)));
-             },
-             [](std::span<const Tensor> g, std::span<const Tensor>, std::span<const Tensor> out,
-                std::span<Tensor> gin) {
-               for (int64_t i = 0; i < out[0].numel(); ++i)
-                 gin[0].set(i, 1.1 * (1 - out[0].get(i) * out[0].get(i)) * g[0].get(i));
-             },
-             {.implementation = "skewed", .differentiable = {}, .flops = 0});
-       },
-       "a wrong backward, for testing"});
+  OpRegistry::global().add_or_replace({"Tanh", "skewed", "skewed", true,
+                                       [](const OpSpec& s) -> OpCreateResult {
+                                         return custom_op_from_native(
+                                             s, {s.inputs[0]},
+                                             [](std::span<const Tensor> in, std::span<Tensor> out) {
+                                               for (int64_t i = 0; i < in[0].numel(); ++i)
+                                                 out[0].set(i, std::tanh(in[0].get(i)));
+                                             },
+                                             [](std::span<const Tensor> g, std::span<const Tensor>,
+                                                std::span<const Tensor> out, std::span<Tensor> gin) {
+                                               for (int64_t i = 0; i < out[0].numel(); ++i)
+                                                 gin[0].set(i, 1.1 * (1 - out[0].get(i) * out[0].get(i)) *
+                                                                   g[0].get(i));
+                                             },
+                                             {.implementation = "skewed", .differentiable = {}, .flops = 0});
+                                       },
+                                       "a wrong backward, for testing"});
 }
 
 TEST(ExecutorValidation, AWrongGradientFailsNamingTheParameter) {

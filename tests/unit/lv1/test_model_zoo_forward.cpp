@@ -1,12 +1,12 @@
-// The model zoo's values: forward passes of the small models through the reference operators,
+// The model zoo's values: forward passes of the small models through the ReferenceExecutor,
 // parameter initialization statistics, seeds, and operation counts.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "deep500/model_zoo.h"
+#include "deep500/operator_executor.h"
 #include "deep500/rng.h"
-#include "zoo_forward.h"
 
 namespace d5 {
 namespace reference {
@@ -30,6 +30,11 @@ Tensor labels(int64_t batch, int64_t classes) {
   Tensor t(DType::i64, Shape{batch});
   for (int64_t i = 0; i < batch; ++i) t.data_as<int64_t>()[i] = (3 * i + 1) % classes;
   return t;
+}
+
+TensorMap run_inference(Network& net, const TensorMap& feeds) {
+  ReferenceExecutor ex(net);
+  return ex.inference(feeds);
 }
 
 bool all_finite(const Tensor& t) {
@@ -63,7 +68,7 @@ TEST_P(SmallModelForward, FiniteLogitsAndTheirCrossEntropy) {
   Network net = build_model(GetParam(), o);
   const Tensor x = random_input(net.desc(kZooInput), 1);
   const Tensor y = labels(2, net.desc(kZooLogits).shape[1]);
-  auto out = test::reference_forward(net, {{kZooInput, x}, {kZooLabels, y}});
+  auto out = run_inference(net, {{kZooInput, x}, {kZooLabels, y}});
   const Tensor& logits = out.at(kZooLogits);
   EXPECT_TRUE(all_finite(logits)) << logits.to_string();
   EXPECT_GT(compare(logits, Tensor(logits.desc()), 0, 0).max_abs_error, 0) << "logits are all zero";
@@ -80,14 +85,14 @@ TEST_P(SmallModelForward, SamplesOfABatchAreIndependent) {
   o.batch = 2;
   Network pair = build_model(GetParam(), o);
   const Tensor x = random_input(pair.desc(kZooInput), 2);
-  const Tensor both = test::reference_forward(pair, {{kZooInput, x}}).at(kZooLogits);
+  const Tensor both = run_inference(pair, {{kZooInput, x}}).at(kZooLogits);
   o.batch = 1;
   Network single = build_model(GetParam(), o);
   const int64_t per_sample = x.numel() / 2, classes = both.shape()[1];
   for (int64_t s = 0; s < 2; ++s) {
     Tensor one(single.desc(kZooInput));
     std::copy_n(x.data_as<float>() + s * per_sample, per_sample, one.data_as<float>());
-    const Tensor alone = test::reference_forward(single, {{kZooInput, one}}).at(kZooLogits);
+    const Tensor alone = run_inference(single, {{kZooInput, one}}).at(kZooLogits);
     Tensor row(alone.desc());
     std::copy_n(both.data_as<float>() + s * classes, classes, row.data_as<float>());
     const auto c = compare(row, alone, 1e-4, 1e-5);
@@ -95,7 +100,8 @@ TEST_P(SmallModelForward, SamplesOfABatchAreIndependent) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Zoo, SmallModelForward, ::testing::Values("lenet5", "mlp", "resnet20", "lstm", "transformer"));
+INSTANTIATE_TEST_SUITE_P(Zoo, SmallModelForward,
+                         ::testing::Values("lenet5", "mlp", "resnet20", "lstm", "transformer"));
 
 TEST_F(ModelZooForward, TrainingModeRunsWithBatchStatisticsAndDropout) {
   for (const char* model : {"resnet20", "transformer"}) {
@@ -106,9 +112,10 @@ TEST_F(ModelZooForward, TrainingModeRunsWithBatchStatisticsAndDropout) {
     o.with_loss = true;
     Network net = build_model(model, o);
     const Tensor y = labels(2, 10);
-    auto out = test::reference_forward(net, {{kZooInput, random_input(net.desc(kZooInput), 3)}, {kZooLabels, y}});
+    auto out = run_inference(net, {{kZooInput, random_input(net.desc(kZooInput), 3)}, {kZooLabels, y}});
     EXPECT_TRUE(all_finite(out.at(kZooLogits)));
-    EXPECT_NEAR(out.at(kZooLoss).get(0), cross_entropy(out.at(kZooLogits), y), 1e-5 * out.at(kZooLoss).get(0));
+    EXPECT_NEAR(out.at(kZooLoss).get(0), cross_entropy(out.at(kZooLogits), y),
+                1e-5 * out.at(kZooLoss).get(0));
   }
 }
 
@@ -147,7 +154,8 @@ void expect_uniform(const Tensor& t, double bound, const std::string& name) {
 TEST_F(ModelZooForward, ParametersFollowPyTorchInitialization) {
   Network r = build_model("resnet18");
   expect_uniform(r.fetch_tensor("conv1.weight"), 1 / std::sqrt(3.0 * 7 * 7), "conv1.weight");
-  expect_uniform(r.fetch_tensor("layer3.0.conv2.weight"), 1 / std::sqrt(256.0 * 3 * 3), "layer3.0.conv2.weight");
+  expect_uniform(r.fetch_tensor("layer3.0.conv2.weight"), 1 / std::sqrt(256.0 * 3 * 3),
+                 "layer3.0.conv2.weight");
   expect_uniform(r.fetch_tensor("layer4.0.downsample.0.weight"), 1 / std::sqrt(256.0), "downsample");
   expect_uniform(r.fetch_tensor("fc.weight"), 1 / std::sqrt(512.0), "fc.weight");
   // 1000 biases: only the bound is asserted (the moments need more draws to be tight).

@@ -52,7 +52,8 @@ TEST_F(OperatorExecutorTest, InferenceMatchesAComputationByHand) {
   EXPECT_EQ(logits.shape(), (Shape{4, 3}));
   const auto want = mlp_logits_by_hand(net, feeds.at("x"));
   // f32 sums of 6 and 8 products of values below 1: rounding stays far below 1e-5.
-  for (int64_t i = 0; i < logits.numel(); ++i) EXPECT_NEAR(logits.get(i), want[static_cast<size_t>(i)], 1e-5) << i;
+  for (int64_t i = 0; i < logits.numel(); ++i)
+    EXPECT_NEAR(logits.get(i), want[static_cast<size_t>(i)], 1e-5) << i;
   // Outputs are stored in the network too.
   EXPECT_EQ(net.fetch_tensor("logits").data(), logits.data());
   EXPECT_EQ(ex.backend(), "reference");
@@ -74,7 +75,9 @@ class Recorder : public ExecutorEvent {
  public:
   std::vector<std::string> log;
   std::string stop_after;  // node whose forward after_operator returns false
-  void before_executor(const TensorMap& feeds) override { log.push_back(fmt::format("begin {}", feeds.size())); }
+  void before_executor(const TensorMap& feeds) override {
+    log.push_back(fmt::format("begin {}", feeds.size()));
+  }
   bool before_operator(const Node& n, Pass p, std::span<const Tensor>) override {
     log.push_back(fmt::format("{} {}", p == Pass::forward ? "fwd" : "bwd", n.name));
     return true;
@@ -86,9 +89,15 @@ class Recorder : public ExecutorEvent {
     }
     return !(p == Pass::forward && n.name == stop_after);
   }
-  void after_inference(const TensorMap& outputs) override { log.push_back(fmt::format("inferred {}", outputs.size())); }
-  void after_backprop(const TensorMap& grads) override { log.push_back(fmt::format("backprop {}", grads.size())); }
-  void after_executor(const TensorMap& outputs) override { log.push_back(fmt::format("end {}", outputs.size())); }
+  void after_inference(const TensorMap& outputs) override {
+    log.push_back(fmt::format("inferred {}", outputs.size()));
+  }
+  void after_backprop(const TensorMap& grads) override {
+    log.push_back(fmt::format("backprop {}", grads.size()));
+  }
+  void after_executor(const TensorMap& outputs) override {
+    log.push_back(fmt::format("end {}", outputs.size()));
+  }
 };
 
 TEST_F(OperatorExecutorTest, EventsComeInOrderAndSkipFoldedNodes) {
@@ -99,9 +108,9 @@ TEST_F(OperatorExecutorTest, EventsComeInOrderAndSkipFoldedNodes) {
   ex.inference_and_backprop(feeds_for(net, 3), "loss_value");
   // The Shape chain is folded: neither pass runs it. Backward runs in reverse order, and the
   // first Conv's backward runs (its weight is a parameter) though its input x needs no gradient.
-  const std::vector<std::string> want = {"begin 2",     "fwd conv", "fwd reshape", "fwd fc",   "fwd loss",
-                                         "inferred 2",  "bwd loss", "bwd fc",      "bwd reshape", "bwd conv",
-                                         "backprop 2",  "end 2"};
+  const std::vector<std::string> want = {"begin 2",     "fwd conv",   "fwd reshape", "fwd fc",
+                                         "fwd loss",    "inferred 2", "bwd loss",    "bwd fc",
+                                         "bwd reshape", "bwd conv",   "backprop 2",  "end 2"};
   EXPECT_EQ(rec->log, want);
   EXPECT_EQ(ex.implementations().at("gather"), "folded (computed at inference)");
   EXPECT_FALSE(ex.stopped());
@@ -240,8 +249,10 @@ void register_cube() {
             [](std::span<const Tensor> in, std::span<Tensor> out) {
               for (int64_t i = 0; i < in[0].numel(); ++i) out[0].set(i, std::pow(in[0].get(i), 3));
             },
-            [](std::span<const Tensor> g, std::span<const Tensor> in, std::span<const Tensor>, std::span<Tensor> gin) {
-              for (int64_t i = 0; i < in[0].numel(); ++i) gin[0].set(i, 3 * std::pow(in[0].get(i), 2) * g[0].get(i));
+            [](std::span<const Tensor> g, std::span<const Tensor> in, std::span<const Tensor>,
+               std::span<Tensor> gin) {
+              for (int64_t i = 0; i < in[0].numel(); ++i)
+                gin[0].set(i, 3 * std::pow(in[0].get(i), 2) * g[0].get(i));
             },
             {.implementation = "native:cube", .differentiable = {}, .flops = 0});
       },

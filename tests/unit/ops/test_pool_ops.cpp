@@ -115,6 +115,27 @@ TEST(MaxPool, HandComputedWithIndices) {
   EXPECT_EQ(values(out[1]), (std::vector<double>{5, 7, 13, 15}));
 }
 
+TEST(MaxPool, NodeAskingForYAloneGetsNoIndices) {
+  // The grid of HandComputedWithIndices; a node with one output (num_outputs 1) has no Indices
+  // output to fill, and its gradient still reaches the maxima.
+  const auto f = DType::f64;
+  OpSpec s = spec_of("MaxPool", {{f, Shape{1, 1, 4, 4}}},
+                     {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  s.num_outputs = 1;
+  auto op = make_op(s);
+  ASSERT_EQ(op->output_descs().size(), 1u);
+  Tensor x(f, Shape{1, 1, 4, 4});
+  for (int64_t i = 0; i < 16; ++i) x.set(i, static_cast<double>(i));
+  const auto out = op->run_forward(std::vector<Tensor>{x});
+  EXPECT_EQ(values(out[0]), (std::vector<double>{5, 7, 13, 15}));
+  const std::vector<Tensor> gy = {Tensor::from_values<double>(Shape{1, 1, 2, 2}, {1, 2, 3, 4})};
+  std::vector<double> expect(16, 0.0);
+  expect[5] = 1, expect[7] = 2, expect[13] = 3, expect[15] = 4;
+  EXPECT_EQ(values(op->run_backward(gy, std::vector<Tensor>{x}, out)[0]), expect);
+  s.num_outputs = 2;
+  EXPECT_EQ(make_op(s)->output_descs().size(), 2u);
+}
+
 TEST(MaxPool, ColumnMajorIndicesWithStorageOrder) {
   // Two channels of [[1, 5, 2], [4, 3, 6]] (the second negated), 2x2 windows, stride 1.
   // Channel 0 maxima: 5 at (0, 1) and 6 at (1, 2); column-major (h + w * H): 2 and 5.

@@ -62,6 +62,13 @@ struct ConvDims {
   int64_t n, c, m, group;
   bool bias;
   std::vector<int64_t> image, kernel;  // spatial extents of X; kernel from W
+
+  // Inputs with a gradient: X and W, and B when present.
+  std::vector<bool> gradient_mask(size_t n_inputs) const {
+    std::vector<bool> mask(n_inputs, true);
+    if (mask.size() > 2) mask[2] = bias;
+    return mask;
+  }
 };
 ConvDims conv_dims(const OpSpec& spec, bool transposed);
 
@@ -147,11 +154,7 @@ template <typename Derived> class ConvLikeOp : public ReferenceOp {
     });
   }
 
-  std::vector<bool> differentiable_inputs() const override {
-    std::vector<bool> m(spec_.inputs.size(), true);
-    if (m.size() > 2) m[2] = d_.bias;
-    return m;
-  }
+  std::vector<bool> differentiable_inputs() const override { return d_.gradient_mask(spec_.inputs.size()); }
 
   // One im2col matrix per thread that forward runs on.
   int64_t workspace_bytes() const override {

@@ -129,18 +129,6 @@ const Tensor* defined_or_null(std::span<const Tensor> ts, size_t i) {
   return i < ts.size() && ts[i].defined() ? &ts[i] : nullptr;
 }
 
-void check_float_input(const OpSpec& s, size_t i, const char* name) {
-  D5_CHECK_ARG(s.has_input(i), "{}: input {} ({}) is required", s.label(), i, name);
-  D5_CHECK_ARG(is_floating(s.inputs[i].dtype), "{}: input {} ({}) must be floating point, got {}", s.label(),
-               i, name, to_string(s.inputs[i].dtype));
-}
-
-void check_param_shape(const OpSpec& s, size_t i, const char* name, const Shape& want) {
-  check_float_input(s, i, name);
-  D5_CHECK_ARG(s.inputs[i].shape == want, "{}: input {} ({}) has shape {}, expected {}", s.label(), i, name,
-               s.inputs[i].shape.to_string(), want.to_string());
-}
-
 // Base of the three: owns the geometry, the saved statistics and the typed kernels.
 class GroupNormBase : public ReferenceOp {
  public:
@@ -243,22 +231,9 @@ class BatchNormOp : public GroupNormBase {
 
  private:
   static std::vector<TensorDesc> outputs_of(const OpSpec& s) {
-    D5_CHECK_ARG(s.inputs.size() == 5, "{}: needs 5 inputs (X, scale, B, input_mean, input_var), got {}",
-                 s.label(), s.inputs.size());
+    auto outs = batch_norm_outputs(s);
     check_float_input(s, 0, "X");
     dispatch_float(s.inputs[0].dtype, s, []<typename T>() {});
-    const Shape& x = s.inputs[0].shape;
-    D5_CHECK_ARG(x.rank() >= 2, "{}: X must have rank >= 2 ([N, C, ...]), got {}", s.label(), x.to_string());
-    const bool spatial = s.attrs.get_int("spatial", 1) != 0;
-    const Shape param =
-        spatial ? Shape{x[1]} : Shape(std::vector<int64_t>(x.dims().begin() + 1, x.dims().end()));
-    const char* names[] = {"X", "scale", "B", "input_mean", "input_var"};
-    for (size_t i = 1; i < 5; ++i) check_param_shape(s, i, names[i], param);
-    std::vector<TensorDesc> outs = {s.inputs[0]};
-    if (s.attrs.get_int("training_mode", 0) != 0) {
-      outs.push_back(s.inputs[3]);
-      outs.push_back(s.inputs[4]);
-    }
     return outs;
   }
 

@@ -224,7 +224,8 @@ OpCreateResult make_pool(const OpSpec& spec, PoolKind kind) {
   D5_CHECK_ARG(storage_order == 0 || storage_order == 1, "{}: storage_order {} must be 0 or 1", spec.label(),
                storage_order);
   const bool include_pad = spec.attrs.get_int("count_include_pad", 0) != 0;
-  auto outs = pool_outputs(spec, w, kind == PoolKind::Max);
+  // Indices only when the node may ask for them (an unknown output count counts as asking).
+  auto outs = pool_outputs(spec, w, kind == PoolKind::Max && spec.num_outputs != 1);
   return std::make_unique<PoolOp>(spec, std::move(outs), kind, std::move(w), include_pad, storage_order == 1);
 }
 

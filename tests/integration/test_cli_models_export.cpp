@@ -1,0 +1,151 @@
+// Integration tests of `d5 models export`: the real binary writes each zoo model as ONNX; the file
+// imports back to the zoo's graph, passes ONNX's own checker, and runs on every executor.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "../support/network_compare.h"
+#include "../support/onnx_cases.h"
+#include "deep500/executor_validation.h"
+#include "deep500/model_zoo.h"
+#include "deep500/onnx_import.h"
+#include "deep500/op_registry.h"
+#include "deep500/operator_executor.h"
+#include "deep500/rng.h"
+#include "process.h"
+
+namespace d5::test {
+
+namespace {
+
+class ModelsExport : public ::testing::TestWithParam<std::string> {
+ protected:
+  static void SetUpTestSuite() { register_builtin_operators(); }
+};
+
+TensorMap zoo_feeds(const Network& net) {
+  Tensor x(net.desc(kZooInput));
+  RngStream rng(3, "zoo-export-input");
+  for (float& v : x.span<float>()) v = rng.uniform_float();
+  TensorMap feeds = {{kZooInput, x}};
+  if (std::find(net.inputs().begin(), net.inputs().end(), kZooLabels) != net.inputs().end()) {
+    Tensor y(net.desc(kZooLabels));
+    for (int64_t i = 0; i < y.numel(); ++i) y.data_as<int64_t>()[i] = i % 2;
+    feeds[kZooLabels] = y;
+  }
+  return feeds;
+}
+
+// ONNX's checker with full_check (strict shape inference), by tests/models/check_onnx_models.py.
+void expect_onnx_checker_accepts(const fs::path& dir) {
+#ifdef D5_ONNX_CHECKER
+  const fs::path log = dir / "checker.log";
+  const std::string cmd = std::string(D5_ONNX_PYTHON) + " " +
+                          D5_SOURCE_DIR "/tests/models/check_onnx_models.py " + dir.string() + " > " +
+                          log.string() + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << read_file(log.string());
+#else
+  (void)dir;
+  GTEST_SKIP() << "no Python with the onnx module at configure time: the ONNX checker part is skipped";
+#endif
+}
+
+}  // namespace
+
+// Exported with the same seed and options, the file imports to exactly the graph the zoo builds
+// (nodes, attributes, initializer bytes, parameters), and computes the same outputs on every
+// executor built in. Tolerance: the reference executor runs the same operators on the same
+// graph, so bitwise-equal outputs are expected there; other executors get Level 1's defaults.
+TEST_P(ModelsExport, RoundTripsToTheZooGraphAndRunsOnEveryExecutor) {
+  const std::string model = GetParam();
+  TempDir dir("d5-zoo-export");
+  const fs::path file = dir.path / (model + ".onnx");
+  const auto r =
+      run_d5({"--seed", "7", "models", "export", model, "--batch", "2", "--with-loss", "-o", file.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(file.string()), std::string::npos) << r.out;
+
+  ModelOptions o;
+  o.batch = 2;
+  o.with_loss = true;
+  o.seed = 7;
+  Network zoo = build_model(model, o);
+  ImportOptions io;
+  io.fold_constants = false;  // keep the Constant nodes, to compare node by node
+  Network imported = import_onnx_file(file.string(), io);
+  expect_same_graph(zoo, imported);
+
+  const TensorMap feeds = zoo_feeds(zoo);
+  ReferenceExecutor reference(zoo);
+  for (const auto& backend : executor_backends()) {
+    SCOPED_TRACE(backend);
+    auto ex = make_executor(imported, backend);
+    ForwardCheckOptions co;
+    if (backend == "reference") co.rtol = co.atol = 0.0;
+    const auto check = test_executor(*ex, feeds, reference, co);
+    EXPECT_EQ(check.state, CaseState::Passed) << check.detail;
+  }
+  expect_onnx_checker_accepts(dir.path);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ModelsExport,
+                         ::testing::Values("lenet5", "mlp", "resnet20", "mobilenet_v2", "lstm",
+                                           "transformer"),
+                         [](const auto& info) { return info.param; });
+
+// Every zoo model, at its defaults, in inference mode (one file) and in training mode with the loss
+// (weights as external data): the export succeeds, the file imports with the zoo's parameter
+// count, and the ONNX checker accepts it. The large models make this the slow part (VGG-16 is a
+// 553 MB file); each model is its own test.
+class EveryModelExport : public ModelsExport {};
+
+TEST_P(EveryModelExport, ImportsWithItsParametersAndPassesTheChecker) {
+  const std::string model = GetParam();
+  TempDir dir("d5-zoo-export-all");
+  ModelOptions o;
+  o.initialize = false;
+  const int64_t params = build_model(model, o).parameter_count();
+  for (const bool training : {false, true}) {
+    SCOPED_TRACE(training ? "training" : "inference");
+    const fs::path file = dir.path / (model + (training ? "-train" : "") + ".onnx");
+    std::vector<std::string> args = {"models", "export", model, "-o", file.string()};
+    if (training) args.insert(args.end(), {"--training", "--with-loss", "--external-data"});
+    const auto r = run_d5(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(fs::exists(file.string() + ".data"), training);
+    EXPECT_EQ(import_onnx_file(file.string()).parameter_count(), params);
+  }
+  expect_onnx_checker_accepts(dir.path);
+}
+
+std::vector<std::string> zoo_names() {
+  std::vector<std::string> names;
+  for (const auto& m : zoo_models()) names.push_back(m.name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, EveryModelExport, ::testing::ValuesIn(zoo_names()), [](const auto& info) {
+  std::string n = info.param;
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
+});
+
+TEST(CliModelsExportErrors, UnknownModelAndBadShapeAreUsageErrors) {
+  TempDir dir("d5-zoo-export-bad");
+  const std::string file = (dir.path / "x.onnx").string();
+  auto r = run_d5({"models", "export", "resnet19", "-o", file});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown model 'resnet19'"), std::string::npos) << r.err;
+  r = run_d5({"models", "export", "resnet18", "--input-shape", "3,224", "-o", file});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("C,H,W"), std::string::npos) << r.err;
+  r = run_d5({"models", "export", "lenet5"});  // no -o
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_FALSE(fs::exists(file));
+  r = run_d5({"models", "export", "lenet5", "-o", (dir.path / "no" / "such" / "dir" / "x.onnx").string()});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+}
+
+}  // namespace d5::test

@@ -1,0 +1,106 @@
+// Integration tests of `d5 net`: the real binary on zoo models.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "process.h"
+
+namespace d5::test {
+
+namespace {
+const nlohmann::json* find_metric(const nlohmann::json& c, const std::string& name) {
+  for (const auto& m : c["metrics"])
+    if (m["name"] == name) return &m;
+  return nullptr;
+}
+}  // namespace
+
+TEST(CliNet, InferenceOnEveryExecutorIsValidatedAndTimed) {
+  const auto r = run_d5({"net", "lenet5", "--batch", "4", "--max-time", "0.5", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_GE(j["cases"].size(), 1u);
+  std::set<std::string> backends;
+  for (const auto& c : j["cases"]) {
+    backends.insert(c["backend"]);
+    EXPECT_EQ(c["state"], "PASSED") << c["name"] << ": " << c["detail"];
+    EXPECT_EQ(c["level"], "L1");
+    EXPECT_EQ(c["params"]["batch"], 4);
+    EXPECT_EQ(c["params"]["mode"], "inference");
+    const auto* latency = find_metric(c, "latency");
+    const auto* throughput = find_metric(c, "throughput");
+    ASSERT_TRUE(latency && throughput) << c["name"];
+    // throughput = batch / latency, run by run
+    EXPECT_NEAR((*throughput)["samples"][0].get<double>(), 4 / (*latency)["samples"][0].get<double>(),
+                1e-6 * (*throughput)["samples"][0].get<double>());
+    EXPECT_GT((*find_metric(c, "peak_tensor_bytes"))["samples"][0].get<double>(), 0);
+    EXPECT_FALSE(c["extra"]["implementations"].empty());
+  }
+  EXPECT_TRUE(backends.count("reference"));
+  EXPECT_EQ(j["manifest"]["extra"]["source"], "zoo:lenet5");
+}
+
+TEST(CliNet, TrainStepWithBreakdownAndOverheadToAFile) {
+  namespace fs = std::filesystem;
+  const fs::path out = fs::temp_directory_path() / "d5-net-train.json";
+  fs::remove(out);
+  const auto r =
+      run_d5({"net", "mlp", "--mode", "train-step", "--batch", "8", "--backend", "reference", "--breakdown",
+              "--overhead", "--max-time", "0.5", "--format", "json", "-o", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(read_file(out.string()));
+  fs::remove(out);
+  ASSERT_EQ(j["cases"].size(), 1u);
+  const auto& c = j["cases"][0];
+  EXPECT_EQ(c["state"], "PASSED") << c["detail"];
+  EXPECT_EQ(c["params"]["loss"], "loss");
+  const auto* overhead = find_metric(c, "framework_overhead");
+  ASSERT_TRUE(overhead);
+  EXPECT_GT((*overhead)["summary"]["median"].get<double>(), 0.5);
+  EXPECT_EQ((*overhead)["info"]["mode"], "train-step");
+  // Both passes in the breakdown.
+  std::set<std::string> passes;
+  for (const auto& n : c["extra"]["breakdown"]["nodes"]) passes.insert(n["pass"]);
+  EXPECT_EQ(passes, (std::set<std::string>{"forward", "backward"}));
+}
+
+TEST(CliNet, ConsoleShowsFallbacksAndBreakdown) {
+  const auto r = run_d5({"net", "lenet5", "--breakdown", "--max-time", "0.3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("lenet5/reference"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("breakdown of lenet5/reference"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("outside operators"), std::string::npos) << r.out;
+}
+
+TEST(CliNet, SeveralBatchSizesGiveThroughputAgainstBatch) {
+  const auto r = run_d5(
+      {"net", "mlp", "--batch", "1,16", "--backend", "reference", "--max-time", "0.3", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["cases"].size(), 2u);
+  EXPECT_EQ(j["cases"][0]["name"], "mlp/batch=1/reference");
+  EXPECT_EQ(j["cases"][1]["name"], "mlp/batch=16/reference");
+  EXPECT_EQ(j["cases"][1]["params"]["batch"], 16);
+  const auto console = run_d5({"net", "mlp", "--batch", "1,16", "--backend", "reference", "--max-time", "0.3"});
+  ASSERT_EQ(console.exit_code, 0) << console.err;
+  EXPECT_NE(console.out.find("throughput (samples/s, median) against batch size"), std::string::npos)
+      << console.out;
+}
+
+TEST(CliNet, BadModelsAndExecutorsAreNamed) {
+  const auto unknown = run_d5({"net", "no-such-model"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("no-such-model"), std::string::npos) << unknown.err;
+  const auto skipped = run_d5({"net", "lenet5", "--backend", "nope", "--format", "json"});
+  ASSERT_EQ(skipped.exit_code, 0) << skipped.err;
+  const auto j = nlohmann::json::parse(skipped.out);
+  EXPECT_EQ(j["cases"][0]["state"], "SKIPPED");
+  const auto no_loss = run_d5({"net", "lenet5", "--mode", "train-step", "--loss", "nothing"});
+  EXPECT_EQ(no_loss.exit_code, 2);
+  EXPECT_NE(no_loss.err.find("loss 'nothing'"), std::string::npos) << no_loss.err;
+}
+
+}  // namespace d5::test
