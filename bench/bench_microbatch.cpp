@@ -108,9 +108,12 @@ int main(int argc, char** argv) try {
       cost.push_back(sides[2].medians.back() / sides[0].medians.back());
     }
   }
-  for (auto& s : sides)
-    std::cout << fmt::format("{:<14} {} ms   peak workspace {} MiB\n", s.name, with_ci(s.medians, "{:.5f}"),
+  for (auto& s : sides) {
+    std::vector<double> ms;
+    for (double v : s.medians) ms.push_back(v * 1e3);
+    std::cout << fmt::format("{:<14} {} ms   peak workspace {} MiB\n", s.name, with_ci(ms, "{:.2f}"),
                              peak_workspace(*s.ex) >> 20);
+  }
   std::cout << fmt::format("limited / micro-batched: {}  (> 1: micro-batching is faster under the limit)\n",
                            with_ci(gain));
   std::cout << fmt::format("micro-batched / unlimited: {}  (what the limit still costs)\n", with_ci(cost));

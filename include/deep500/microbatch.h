@@ -29,13 +29,13 @@ struct MicrobatchOptions {
   // default policy) or "all" (every size 1..N: the DP is then exact over all partitions).
   std::string policy = "powers-of-two";
   double seconds_per_size = 0.2;  // measurement budget per candidate size
-  int min_runs = 5;
+  int min_runs = 6;  // the fewest runs with a 95% CI of the median
 };
 
 struct ConvTiming {
   int64_t batch = 0;
   double median_s = 0;          // per call
-  double ci_low_s = 0, ci_high_s = 0;
+  double ci_low_s = 0, ci_high_s = 0;  // 95% CI of the median; NaN when too few runs for one
   int64_t workspace_bytes = 0;  // of the algorithm that ran
   std::string implementation;
 };

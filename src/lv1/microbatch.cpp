@@ -68,8 +68,8 @@ std::optional<ConvTiming> time_conv(const OpSpec& full, int64_t b, const Microba
   ConvTiming t;
   t.batch = b;
   t.median_s = s.median;
-  t.ci_low_s = s.median_ci.lower;
-  t.ci_high_s = s.median_ci.upper;
+  t.ci_low_s = s.median_ci.available ? s.median_ci.lower : std::numeric_limits<double>::quiet_NaN();
+  t.ci_high_s = s.median_ci.available ? s.median_ci.upper : std::numeric_limits<double>::quiet_NaN();
   t.workspace_bytes = op->workspace_bytes();
   t.implementation = op->implementation();
   return t;

@@ -217,7 +217,7 @@ Built build_variadic(const OpSpec& s, Variadic kind) {
   if (kind == Variadic::max || kind == Variadic::min) {
     const bool max = kind == Variadic::max;
     return OpDef{[max](const Call& c) -> TensorList {
-                   if (c.replay) return {first_extreme(c.in, max)};
+                   if (c.replay || !c.writable(0)) return {first_extreme(c.in, max)};
                    if (c.in.size() == 1) return {c.in[0]};
                    at::Tensor y = c.out[0];
                    max ? at::maximum_out(y, c.in[0], c.in[1]) : at::minimum_out(y, c.in[0], c.in[1]);
@@ -230,7 +230,7 @@ Built build_variadic(const OpSpec& s, Variadic kind) {
   const bool mean = kind == Variadic::mean;
   return OpDef{[mean, n](const Call& c) -> TensorList {
                  if (c.in.size() == 1) return {c.in[0]};
-                 if (c.replay) {
+                 if (c.replay || !c.writable(0)) {
                    at::Tensor acc = c.in[0] + c.in[1];
                    for (size_t k = 2; k < c.in.size(); ++k) acc = acc + c.in[k];
                    return {mean ? acc / static_cast<double>(n) : acc};

@@ -213,6 +213,15 @@ Built build_constant(const OpSpec& s, const Operator& ref) {
   return OpDef{[v](const Call&) { return TensorList{v}; }, "at::tensor"};
 }
 
+// The reference decides the output (shape from the input's known values, dtype from `value`);
+// the values are filled once, as for Constant.
+Built build_constant_of_shape(const OpSpec& s, const Operator& ref) {
+  const TensorDesc& out = ref.output_descs()[0];
+  const double fill = s.attrs.has("value") ? s.attrs.get_tensor("value").get(0) : 0.0;
+  const at::Tensor v = at::full(dims_of(out.shape), fill, at::TensorOptions().dtype(scalar_type(out.dtype)));
+  return OpDef{[v](const Call&) { return TensorList{v}; }, "at::full"};
+}
+
 }  // namespace
 
 void register_movement_ops(OpRegistry& r) {
@@ -243,6 +252,10 @@ void register_movement_ops(OpRegistry& r) {
   add_torch_op(
       r, "Constant", false, [](const OpSpec& s, const Operator& ref) { return build_constant(s, ref); },
       "value, value_float(s), value_int(s)");
+  add_torch_op(
+      r, "ConstantOfShape", false,
+      [](const OpSpec& s, const Operator& ref) { return build_constant_of_shape(s, ref); },
+      "the shape input must be known when the operator is created");
 }
 
 }  // namespace d5::torch_backend

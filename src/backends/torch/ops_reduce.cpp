@@ -76,7 +76,7 @@ Built build_reduce(const OpSpec& s, const Operator& ref, Reduce kind) {
               "at::amax cannot reduce an empty axis (ONNX defines the result as the dtype's lowest "
               "value)");
       return OpDef{[=](const Call& c) -> TensorList {
-                     if (c.replay) return {first_max(c.in[0], reduced, out_shape)};
+                     if (c.replay || !c.writable(0)) return {first_max(c.in[0], reduced, out_shape)};
                      at::Tensor y = c.out[0];
                      return {at::amax_out(y, c.in[0], axes, keep)};
                    },

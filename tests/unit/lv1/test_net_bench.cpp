@@ -39,12 +39,9 @@ TEST(NetBench, EveryExecutorIsValidatedTimedAndBrokenDown) {
     for (const char* m : {"latency", "throughput", "peak_tensor_bytes", "peak_rss", "framework_overhead",
                           "executor_time", "operators_time"})
       EXPECT_TRUE(find_metric(c, m)) << c.name << " lacks " << m;
-    // Executors that cannot account tensors (torch: ATen's allocator has no counter) say so.
-    const auto* tensor_bytes = find_metric(c, "peak_tensor_bytes");
-    if (tensor_bytes->available)
-      EXPECT_GT(tensor_bytes->samples.at(0), 0) << c.name;
-    else
-      EXPECT_FALSE(tensor_bytes->unavailable_reason.empty()) << c.name;
+    // LibTorch's CPU allocator keeps no count of live bytes: the torch executor reports the metric
+    // as unavailable (with the reason) rather than a number.
+    if (c.backend != "torch") EXPECT_GT(find_metric(c, "peak_tensor_bytes")->samples.at(0), 0);
     // 8 forward nodes and 7 backward ones (Softmax's output does not reach the loss).
     EXPECT_EQ(c.extra["breakdown"]["nodes"].size(), 15u) << c.name;
     EXPECT_EQ(c.extra["implementations"].size(), net.nodes().size());

@@ -270,7 +270,8 @@ TEST_F(OperatorExecutorTest, CustomOperatorsRunInEveryExecutor) {
     net.add_node({"sum", "ReduceSum", "", Attributes{{"keepdims", int64_t{0}}}, {"y"}, {"loss"}});
     net.add_output("y");
     auto ex = make_executor(net, backend);
-    EXPECT_EQ(ex->implementations().at("cube"), "native:cube") << backend;
+    // The torch executor runs it as a LibTorch autograd function around the same operator.
+    EXPECT_NE(ex->implementations().at("cube").find("native:cube"), std::string::npos) << backend;
     const Tensor x = Tensor::from_values<float>(Shape{2, 3}, {1, 2, -1, 0.5f, 2, 1});
     const auto out = ex->inference_and_backprop({{"x", x}}, "loss");
     // d/dw sum((x w)^3) = 3 (x w)^2 x
