@@ -10,7 +10,7 @@
 // loss.backward(). Rounds alternate which side goes first, in one process, so load changes hit
 // both alike (steps alternate within a round too); the ratio of each round's medians gives a median
 // with its 95% CI. Target: <= 1.03. --threads sets ATen's thread count (0: its default);
-// --gradients copy,accumulate times the executor with each way of landing gradients in the network.
+// --gradients adopt,accumulate times the executor with each way of landing gradients in the network.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -194,7 +194,7 @@ double process_cpu_seconds() {
 
 // One executor variant's figures against the hand-written step.
 struct Side {
-  std::string sink;                        // "copy" or "accumulate" (TorchExecutor's GradientSink)
+  std::string sink;                        // "adopt" or "accumulate" (TorchExecutor's GradientSink)
   std::vector<double> ratios, cpu_ratios;  // per round: median step / hand-written median step
   double median_s = 0;                     // median over rounds of the round's median step
 };
@@ -206,8 +206,8 @@ struct Measured {
 };
 
 torch_backend::GradientSink sink_of(const std::string& name) {
-  D5_CHECK_ARG(name == "copy" || name == "accumulate", "unknown gradient sink '{}' (copy, accumulate)", name);
-  return name == "copy" ? torch_backend::GradientSink::copy : torch_backend::GradientSink::accumulate;
+  D5_CHECK_ARG(name == "adopt" || name == "accumulate", "unknown gradient sink '{}' (adopt, accumulate)", name);
+  return name == "adopt" ? torch_backend::GradientSink::adopt : torch_backend::GradientSink::accumulate;
 }
 
 // The workload's network; every call builds the same one (same parameter values).
@@ -319,7 +319,7 @@ int main(int argc, char** argv) try {
   set_invocation(argc, argv);
   const Args args(argc, argv,
                   {{"networks", "lenet5,resnet18"}, {"rounds", "10"}, {"round-seconds", "1"},
-                   {"lenet-batch", "64"}, {"resnet-batch", "16"}, {"resnet-image", "224"}, {"threads", "0"}, {"gradients", "copy"}, {"json", ""}});
+                   {"lenet-batch", "64"}, {"resnet-batch", "16"}, {"resnet-image", "224"}, {"threads", "0"}, {"gradients", "adopt"}, {"json", ""}});
   register_builtin_operators();
   if (args.integer("threads") > 0) at::set_num_threads(args.integer("threads"));
   const int rounds = args.integer("rounds");

@@ -40,13 +40,6 @@ c10::intrusive_ptr<OpState> state_of(const std::shared_ptr<Operator>& op) {
   return s;
 }
 
-DType dtype_of(at::ScalarType t) {
-  for (DType d : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i8, DType::i16, DType::i32,
-                  DType::i64, DType::u8, DType::boolean})
-    if (scalar_type(d) == t) return d;
-  D5_THROW(InvalidArgument, "torch dtype {} has no deep500 equivalent", c10::toString(t));
-}
-
 // A deep500 view of t's elements: of t itself when it is a contiguous, 64-byte-aligned host
 // tensor, else of a copy that is; `held` keeps the viewed at::Tensor alive while the view is used.
 Tensor borrow(const at::Tensor& t, std::vector<at::Tensor>& held) {

@@ -10,7 +10,7 @@
 #include "deep500/error.h"
 #include "deep500/memory.h"
 #include "deep500/op_registry.h"
-#include "operator_autograd.h"
+#include "custom_autograd.h"
 #include "torch_op.h"
 
 namespace d5::torch_backend {
@@ -18,8 +18,11 @@ namespace d5::torch_backend {
 // One node of the network, in execution order.
 struct TorchExecutor::Step {
   const Node* node = nullptr;
-  std::unique_ptr<Operator> op;
-  TorchOp* torch = nullptr;           // op, when the torch backend runs the node (else a fallback)
+  std::shared_ptr<Operator> op;
+  TorchOp* torch = nullptr;           // op, when it is an ATen kernel of the torch backend
+  // Otherwise what runs inside autograd (apply_custom_op): a custom operator the torch backend
+  // wraps (AutogradOp's inner operator) or the reference operator of a refused node.
+  std::shared_ptr<Operator> autograd_op;
   std::vector<int> in;                // slot of each spec input; -1 where absent
   std::vector<int> out;               // slot of each operator output; -1 where the node names none
   std::vector<at::ScalarType> out_type;
@@ -37,7 +40,7 @@ struct TorchExecutor::Binding {
   bool trainable = false;  // a floating-point parameter: an autograd leaf in training
   Tensor held;             // the d5 tensor viewed (keeps its buffer alive while viewed)
   at::Tensor value;
-  Tensor grad;             // trainable: the network's gradient tensor autograd accumulates into
+  Tensor grad;             // accumulate sink: the gradient tensor autograd adds into, and its view
   at::Tensor grad_view;
 };
 
@@ -63,7 +66,11 @@ struct EventViews {
   explicit EventViews(const std::vector<at::Tensor>& ts) {
     for (const auto& t : ts) {
       kept.push_back(t.defined() ? t.contiguous() : t);
-      views.push_back(t.defined() ? d5_view(kept.back()) : Tensor());
+      const at::Tensor& c = kept.back();
+      views.push_back(t.defined() ? Tensor::view(TensorDesc{dtype_of(c.scalar_type()), Shape(c.sizes().vec()),
+                                                            Layout::any},
+                                                 c.data_ptr())
+                                  : Tensor());
     }
   }
 };
@@ -106,7 +113,6 @@ void TorchExecutor::plan() {
   auto slot = [&](const std::string& name) { return slot_of_.try_emplace(name, int(slot_of_.size())).first->second; };
   for (const auto& name : net.inputs()) input_slots_.emplace_back(name, slot(name));
 
-  std::vector<bool> produced;
   for (const Node* node : net.topological_order()) {
     if (net.is_folded(node->name)) continue;
     OpSpec spec = net.spec(node->name);
@@ -117,10 +123,15 @@ void TorchExecutor::plan() {
     s.op = OpRegistry::global().create_with_fallback(spec, {"torch", "reference"}, &refusals);
     s.torch = dynamic_cast<TorchOp*>(s.op.get());
     if (!s.torch) {
+      const auto* wrapped = dynamic_cast<const AutogradOp*>(s.op.get());
+      s.autograd_op = wrapped ? wrapped->inner() : s.op;
+    }
+    // Refusals mean the torch backend did not take the node: a fallback. An operator the torch
+    // backend itself gave that is no TorchOp is a custom operator registered on it (it runs its
+    // own code inside autograd, but is not a fallback).
+    if (!refusals.empty()) {
       std::string why;
       for (const auto& r : refusals) why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", r.implementation, r.reason);
-      if (why.empty()) why = fmt::format("{} has no ATen kernel; it runs its own forward and backward",
-                                         s.op->implementation());
       fallbacks_.emplace_back(node->name, why);
     }
     for (size_t i = 0; i < spec.inputs.size(); ++i) s.in.push_back(spec.has_input(i) ? slot(node->inputs[i]) : -1);
@@ -210,7 +221,7 @@ void TorchExecutor::bind_values(bool training) {
       if (b.trainable) b.value.requires_grad_(true);
       ++wrap_count_;
     }
-    if (training && b.trainable) {
+    if (training && b.trainable && gradient_sink_ == GradientSink::accumulate) {
       // The gradient lands in a tensor of this executor's that the network holds under the
       // gradient name, made once. When the network holds another one (fed by the user or by
       // another executor), that one is replaced, never written: whoever holds it keeps its values.
@@ -222,11 +233,9 @@ void TorchExecutor::bind_values(bool training) {
         b.grad_view = view_keeping(b.grad);
         network_.feed_tensor(gname, b.grad);
       }
-      // accumulate: autograd adds into the view; copy: .grad stays unset (autograd::grad).
-      if (gradient_sink_ == GradientSink::accumulate)
-        b.value.mutable_grad() = b.grad_view;
-      else if (b.value.grad().defined())
-        b.value.mutable_grad().reset();
+      b.value.mutable_grad() = b.grad_view;
+    } else if (training && b.trainable && b.value.grad().defined()) {
+      b.value.mutable_grad().reset();  // adopt: autograd::grad returns the gradients instead
     }
     env_[static_cast<size_t>(b.slot)] = b.value;
   }
@@ -255,12 +264,12 @@ bool TorchExecutor::forward(bool training, int keep_slot) {
           if (!fire_after_operator(*node, Pass::backward, EventViews(g).views)) throw StopBackward();
         });
     }
-    std::vector<at::Tensor> res = s.torch ? s.torch->run_aten(c) : run_operator(*s.op, c.in);
-    for (size_t k = 0; k < res.size(); ++k) {
-      if (s.out[k] < 0) continue;
-      if (res[k].scalar_type() != s.out_type[k]) res[k] = res[k].to(s.out_type[k]);
+    std::vector<at::Tensor> res = s.torch ? s.torch->run_aten(c) : apply_custom_op(s.autograd_op, c.in);
+    for (size_t j = 0; j < res.size(); ++j) {
+      if (s.out[j] < 0) continue;
+      if (res[j].scalar_type() != s.out_type[j]) res[j] = res[j].to(s.out_type[j]);
       // Kernels read their inputs as the contiguous views TorchOp gives them.
-      if (!res[k].is_contiguous()) res[k] = res[k].contiguous();
+      if (!res[j].is_contiguous()) res[j] = res[j].contiguous();
     }
     if (events) {
       if (training)
@@ -269,8 +278,8 @@ bool TorchExecutor::forward(bool training, int keep_slot) {
         });
       if (!fire_after_operator(*s.node, Pass::forward, EventViews(res).views)) return false;
     }
-    for (size_t k = 0; k < res.size(); ++k)
-      if (s.out[k] >= 0) env_[static_cast<size_t>(s.out[k])] = std::move(res[k]);
+    for (size_t j = 0; j < res.size(); ++j)
+      if (s.out[j] >= 0) env_[static_cast<size_t>(s.out[j])] = std::move(res[j]);
     for (int i : s.release)
       if (i != keep_slot) env_[static_cast<size_t>(i)] = at::Tensor();
   }
@@ -280,10 +289,14 @@ bool TorchExecutor::forward(bool training, int keep_slot) {
 TensorMap TorchExecutor::store_outputs(const std::vector<std::string>& names) {
   TensorMap out;
   for (const auto& name : names) {
-    const at::Tensor& v = env_[static_cast<size_t>(slot_of_.at(name))];
-    if (!v.defined()) continue;  // not computed: the run stopped first
-    Tensor t = Tensor::uninitialized(network_.desc(name));
-    if (t.numel() > 0) view_of(t).copy_(v.detach());
+    at::Tensor& slot = env_[static_cast<size_t>(slot_of_.at(name))];
+    if (!slot.defined()) continue;  // not computed: the run stopped first
+    // Handed over without a copy where ATen's buffer allows (inference results); an output in the
+    // autograd graph, or a buffer something else holds, is copied. The slot keeps the value for
+    // the rest of the call either way.
+    const at::Tensor v = std::move(slot);
+    const Tensor t = to_owned(v, network_.desc(name));
+    slot = v;
     network_.feed_tensor(name, t);
     out[name] = t;
   }
@@ -298,23 +311,29 @@ void TorchExecutor::backward(const at::Tensor& loss) {
       trained.push_back(&b);
       leaves.push_back(b.value);
     }
+  if (trained.empty()) return;
   const bool accumulate = gradient_sink_ == GradientSink::accumulate;
-  // A loss that no parameter reaches leaves every gradient zero.
-  if (accumulate || !loss.requires_grad())
+  if (accumulate)
     for (auto* b : trained) b->grad_view.zero_();
-  if (!loss.requires_grad() || trained.empty()) return;
+  // A parameter the loss does not depend on gets zeros.
+  auto zeros_for_all = [&] {
+    for (auto* b : trained) network_.feed_tensor(Network::gradient_name(b->name), Tensor(b->held.desc()));
+  };
+  if (!loss.requires_grad()) {
+    if (!accumulate) zeros_for_all();
+    return;
+  }
   try {
     if (accumulate) {
       loss.backward();
       return;
     }
-    const auto grads = torch::autograd::grad({loss}, leaves, {}, /*retain_graph=*/false, /*create_graph=*/false,
-                                             /*allow_unused=*/true);
+    auto grads = torch::autograd::grad({loss}, leaves, {}, /*retain_graph=*/false, /*create_graph=*/false,
+                                       /*allow_unused=*/true);
     for (size_t k = 0; k < trained.size(); ++k) {
-      if (grads[k].defined())
-        trained[k]->grad_view.copy_(grads[k]);
-      else
-        trained[k]->grad_view.zero_();  // the loss does not depend on this parameter
+      const TensorDesc& desc = trained[k]->held.desc();
+      at::Tensor g = std::move(grads[k]);
+      network_.feed_tensor(Network::gradient_name(trained[k]->name), g.defined() ? to_owned(g, desc) : Tensor(desc));
     }
   } catch (const StopBackward&) {
     stopped_ = true;
@@ -379,7 +398,7 @@ TensorMap TorchExecutor::inference_and_backprop(const TensorMap& feeds, const st
   if (!stopped_) {
     TensorMap gradients;
     for (const auto& b : bindings_)
-      if (b.trainable) gradients[Network::gradient_name(b.name)] = b.grad;
+      if (b.trainable) gradients[Network::gradient_name(b.name)] = network_.fetch_tensor(Network::gradient_name(b.name));
     fire_after_backprop(gradients);
   }
   fire_after_executor(outputs);
@@ -390,16 +409,9 @@ std::map<std::string, std::string> TorchExecutor::implementations() const {
   std::map<std::string, std::string> out;
   for (const auto& n : network_.nodes())
     if (network_.is_folded(n.name)) out[n.name] = "folded (computed at inference)";
-  for (const auto& s : steps_) {
-    if (s.torch) {
-      out[s.node->name] = s.op->implementation();
-      continue;
-    }
-    std::string why;
-    for (const auto& [node, reason] : fallbacks_)
-      if (node == s.node->name) why = reason;
-    out[s.node->name] = fmt::format("{} (fallback: {})", s.op->implementation(), why);
-  }
+  // A custom operator is named as itself ("native:cube"): it runs as it is inside autograd.
+  for (const auto& s : steps_) out[s.node->name] = (s.torch ? s.op : s.autograd_op)->implementation();
+  for (const auto& [node, why] : fallbacks_) out[node] = fmt::format("{} (fallback: {})", out[node], why);
   return out;
 }
 

@@ -3,16 +3,16 @@
 // trained with LibTorch's autograd.
 //
 // Each node is the torch backend's operator for its spec (a TorchOp), whose kernel runs directly on
-// at::Tensors; nodes the backend refuses run their reference operator (or a custom operator)
-// inside the same autograd graph (operator_autograd.h) and are listed by fallbacks().
+// at::Tensors; custom operators and the reference operators of nodes the backend refuses run
+// inside the same autograd graph (apply_custom_op, custom_autograd.h); the latter are listed by
+// fallbacks().
 //
 // Parameters and constants are at::Tensor views of the network's own d5 buffers (at::from_blob),
 // made again only when the network holds another buffer for the name (after feed_tensor), so an
 // optimizer that writes parameters in place is seen without any copy. In a training step the
-// parameters are autograd leaves, and their gradients land in the d5 tensors the network stores
-// under Network::gradient_name(param) (see GradientSink). Those tensors are the executor's own,
-// made once and reused by every step (clone one to keep it); a gradient tensor someone else put
-// in the network is replaced, never written.
+// parameters are autograd leaves, and their gradients land in d5 tensors the network stores under
+// Network::gradient_name(param) (see GradientSink). A gradient tensor someone else put in the
+// network is replaced, never written.
 #include <ATen/ATen.h>
 
 #include <cstdint>
@@ -30,11 +30,15 @@ class TorchOp;
 
 // How gradients reach the network's d5 gradient tensors.
 enum class GradientSink {
-  // torch::autograd::grad returns each parameter's gradient (ATen's own buffer, as a hand-written
-  // loop's AccumulateGrad would steal it) and the executor copies it into the d5 tensor: one pass.
-  copy,
-  // Each leaf's .grad is a view of the d5 tensor, zeroed before the step, and autograd's
-  // AccumulateGrad adds into it: no copy, but a zeroing pass and an add instead of a steal.
+  // torch::autograd::grad returns each parameter's gradient in the buffer ATen computed it in (the
+  // one a hand-written loop's AccumulateGrad would steal), and the network gets a new d5 tensor
+  // owning that buffer (Tensor::adopt): no copy. A gradient ATen gives as a strided view (a
+  // transposed Gemm weight's) is copied, as AccumulateGrad would clone it.
+  adopt,
+  // Each leaf's .grad is a view of a d5 tensor the executor made once and keeps in the network,
+  // zeroed before the step, and AccumulateGrad adds into it: no allocation per step, but a
+  // zeroing pass and an add where a hand-written loop steals. The tensor is reused by every step
+  // (clone one to keep it).
   accumulate,
 };
 
@@ -56,7 +60,7 @@ class TorchExecutor final : public GraphExecutor {
   // would count as executor time (as OperatorExecutorOptions::measure_rss).
   void set_measure_rss(bool measure) { measure_rss_ = measure; }
 
-  // The default is copy, measured the cheaper (docs/torch-executor.md).
+  // The default is adopt: each step's gradients are new tensors, as other executors' are.
   void set_gradient_sink(GradientSink sink) { gradient_sink_ = sink; }
   GradientSink gradient_sink() const { return gradient_sink_; }
 
@@ -97,7 +101,7 @@ class TorchExecutor final : public GraphExecutor {
   std::map<int, std::vector<bool>> active_;
   bool measure_rss_ = false;
   ExecutorMemory memory_;
-  GradientSink gradient_sink_ = GradientSink::copy;
+  GradientSink gradient_sink_ = GradientSink::adopt;
   int64_t wrap_count_ = 0;
   int64_t plan_count_ = 0;
 };

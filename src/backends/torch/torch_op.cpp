@@ -69,15 +69,38 @@ at::Tensor view_of(const Tensor& t) {
 
 std::vector<int64_t> dims_of(const Shape& s) { return s.dims(); }
 
-bool adoptable(const at::Tensor& result, const Tensor& dst) {
-  if (!dst.defined() || dst.is_view() || dst.device().kind != DeviceKind::cpu || dst.numel() == 0)
+DType dtype_of(at::ScalarType t) {
+  for (DType d : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i8, DType::i16, DType::i32,
+                  DType::i64, DType::u8, DType::boolean})
+    if (scalar_type(d) == t) return d;
+  D5_THROW(InvalidArgument, "torch dtype {} has no deep500 equivalent", c10::toString(t));
+}
+
+namespace {
+
+bool adoptable_as(const at::Tensor& result, const TensorDesc& desc) {
+  if (!result.defined() || result.layout() != at::kStrided || !result.device().is_cpu() || desc.numel() == 0)
     return false;
-  if (!result.defined() || result.layout() != at::kStrided || !result.device().is_cpu()) return false;
   // Sole owner of its whole storage: not an input's view, not a tensor the kernel keeps, and no
-  // larger buffer kept alive behind a smaller output (the memory statistics count dst's bytes).
-  return result.scalar_type() == scalar_type(dst.dtype()) && result.is_contiguous() &&
-         result.use_count() == 1 && result.storage().use_count() == 1 &&
-         result.storage().nbytes() == dst.bytes() && is_tensor_aligned(result.data_ptr());
+  // larger buffer kept alive behind a smaller output (the memory statistics count desc's bytes).
+  // Not part of an autograd graph either, which keeping the tensor would keep alive.
+  return !result.requires_grad() && result.scalar_type() == scalar_type(desc.dtype) && result.is_contiguous() && result.use_count() == 1 &&
+         result.storage().use_count() == 1 && result.storage().nbytes() == desc.bytes() &&
+         is_tensor_aligned(result.data_ptr());
+}
+
+}  // namespace
+
+bool adoptable(const at::Tensor& result, const Tensor& dst) {
+  if (!dst.defined() || dst.is_view() || dst.device().kind != DeviceKind::cpu) return false;
+  return adoptable_as(result, dst.desc());
+}
+
+Tensor to_owned(const at::Tensor& result, const TensorDesc& desc) {
+  if (adoptable_as(result, desc)) return Tensor::adopt(desc, result.data_ptr(), std::make_shared<at::Tensor>(result));
+  Tensor t = Tensor::uninitialized(desc);
+  if (t.numel() > 0) view_of(t).copy_(result.detach());
+  return t;
 }
 
 void store_result(const at::Tensor& result, Tensor& dst, const at::Tensor& dst_view) {

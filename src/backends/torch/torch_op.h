@@ -100,6 +100,8 @@ void add_torch_op(OpRegistry& r, const std::string& type, bool backward, Builder
 // ---- helpers for builders and kernels --------------------------------------------------------
 
 at::ScalarType scalar_type(DType t);
+// The inverse; InvalidArgument for an ATen dtype deep500 has not.
+DType dtype_of(at::ScalarType t);
 // A view of t's buffer (no copy); undefined for an undefined tensor, an empty tensor for numel 0.
 at::Tensor view_of(const Tensor& t);
 std::vector<int64_t> dims_of(const Shape& s);
@@ -110,6 +112,9 @@ std::vector<int64_t> dims_of(const Shape& s);
 // the result is copied into dst_view, the view of dst's buffer.
 bool adoptable(const at::Tensor& result, const Tensor& dst);
 void store_result(const at::Tensor& result, Tensor& dst, const at::Tensor& dst_view);
+// An owned d5 tensor of `desc` holding `result` (of desc's shape, any dtype): adopted under the same
+// conditions as adoptable(), else a new tensor with the result copied (and converted) into it.
+Tensor to_owned(const at::Tensor& result, const TensorDesc& desc);
 // ONNX axis in [-rank, rank) to [0, rank) (the reference has validated it).
 int64_t axis_in(int64_t axis, size_t rank);
 // Integers from constant input i when present (the reference has checked that it is known),

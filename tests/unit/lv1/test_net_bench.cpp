@@ -41,8 +41,12 @@ TEST(NetBench, EveryExecutorIsValidatedTimedAndBrokenDown) {
       EXPECT_TRUE(find_metric(c, m)) << c.name << " lacks " << m;
     // LibTorch's CPU allocator keeps no count of live bytes: the torch executor reports the metric
     // as unavailable (with the reason) rather than a number.
+    const auto* tensor_bytes = find_metric(c, "peak_tensor_bytes");
     if (c.backend != "torch") {
-      EXPECT_GT(find_metric(c, "peak_tensor_bytes")->samples.at(0), 0);
+      EXPECT_GT(tensor_bytes->samples.at(0), 0) << c.name;
+    } else {
+      EXPECT_FALSE(tensor_bytes->available);
+      EXPECT_FALSE(tensor_bytes->unavailable_reason.empty());
     }
     // 8 forward nodes and 7 backward ones (Softmax's output does not reach the loss).
     EXPECT_EQ(c.extra["breakdown"]["nodes"].size(), 15u) << c.name;

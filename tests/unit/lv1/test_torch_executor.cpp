@@ -214,10 +214,6 @@ TEST_F(TorchExecutorTest, ParameterUpdatesAreSeenWithoutCopies) {
   const auto feeds = mlp_feeds(1);
   ex->inference_and_backprop(feeds, "loss");
   const int64_t wraps = ex->wrap_count();
-  const Tensor g0 = net.fetch_tensor("W1@grad");
-  ex->inference_and_backprop(feeds, "loss");
-  // The gradient tensors are the executor's, made once and reused by every step.
-  EXPECT_EQ(net.fetch_tensor("W1@grad").data(), g0.data());
   for (int step = 0; step < 2; ++step) {
     // SGD in place: p -= 0.1 * g, on the very buffers the network holds.
     for (const auto& [p, g] : net.gradient()) {
@@ -274,13 +270,34 @@ TEST_F(TorchExecutorTest, AccumulatingSinkMatchesReferenceToo) {
                         {"labels", random(DType::i64, Shape{4}, "lab2", 0, 5)}};
   expect_step_matches_reference(net, ex, feeds, "loss");
   ex.inference_and_backprop(feeds, "loss");
-  const Tensor g = net.fetch_tensor("conv_w@grad").clone();
+  const Tensor g = net.fetch_tensor("conv_w@grad");
+  const Tensor first = g.clone();
   ex.inference_and_backprop(feeds, "loss");  // zeroed, not accumulated across steps
-  expect_close(net.fetch_tensor("conv_w@grad"), g, "second step's gradient", kSame);
+  // The executor's own gradient tensors, made once and reused by every step.
+  EXPECT_EQ(net.fetch_tensor("conv_w@grad").data(), g.data());
+  expect_close(net.fetch_tensor("conv_w@grad"), first, "second step's gradient", kSame);
   expect_step_matches_reference(net, ex, feeds, "loss");
-  // Switching back to copying leaves no stale .grad behind.
-  ex.set_gradient_sink(torch_backend::GradientSink::copy);
+  // Switching back to adopting leaves no stale .grad behind.
+  ex.set_gradient_sink(torch_backend::GradientSink::adopt);
   expect_step_matches_reference(net, ex, feeds, "loss");
+}
+
+// The default sink hands ATen's gradient buffers to the network: each step's gradients are new
+// tensors (a gradient held from an earlier step keeps its values), owning what autograd computed.
+TEST_F(TorchExecutorTest, AdoptedGradientsAreNewTensorsPerStep) {
+  Network net = cnn();
+  torch_backend::TorchExecutor ex(net, {});
+  EXPECT_EQ(ex.gradient_sink(), torch_backend::GradientSink::adopt);
+  const TensorMap feeds{{"x", random(DType::f32, Shape{4, 3, 12, 12}, "img3")},
+                        {"labels", random(DType::i64, Shape{4}, "lab3", 0, 5)}};
+  ex.inference_and_backprop(feeds, "loss");
+  const Tensor g1 = net.fetch_tensor("conv_w@grad");
+  const Tensor kept = g1.clone();
+  ex.inference_and_backprop(feeds, "loss");
+  const Tensor g2 = net.fetch_tensor("conv_w@grad");
+  EXPECT_NE(g1.data(), g2.data());
+  expect_close(g1, kept, "an earlier step's gradient", Tolerance{0, 0});
+  expect_close(g2, kept, "the same step again", kSame);
 }
 
 // Dropout in a training step draws a new mask each step, and the gradient goes through the mask
