@@ -16,15 +16,15 @@ namespace {
 // constants on every executor).
 std::vector<std::string> upstream_op_types(const Network& net, const std::string& tensor) {
   std::set<std::string> types, seen;
-  std::vector<std::string> todo{tensor};
-  while (!todo.empty()) {
-    const std::string t = todo.back();
-    todo.pop_back();
+  std::vector<std::string> to_visit{tensor};
+  while (!to_visit.empty()) {
+    const std::string t = to_visit.back();
+    to_visit.pop_back();
     if (t.empty() || !seen.insert(t).second) continue;
     const Node* n = net.producer(t);
     if (!n || net.is_folded(n->name)) continue;
     types.insert(n->op_type);
-    for (const auto& in : n->inputs) todo.push_back(in);
+    for (const auto& in : n->inputs) to_visit.push_back(in);
   }
   return {types.begin(), types.end()};
 }

@@ -462,8 +462,10 @@ int Network::fold_constants() {
   for (const auto& name : folded) {
     const Node& n = node(name);
     for (const auto& o : n.outputs)
-      if (!o.empty() && (!consumers(o).empty() || std::find(outputs_.begin(), outputs_.end(), o) != outputs_.end()))
-        initializers_[o] = false, values_[o] = known.at(o);
+      if (!o.empty() && (!consumers(o).empty() || std::find(outputs_.begin(), outputs_.end(), o) != outputs_.end())) {
+        initializers_[o] = false;
+        values_[o] = known.at(o);
+      }
   }
   for (const auto& name : folded) remove_node(name);
   invalidate();

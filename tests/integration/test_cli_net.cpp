@@ -50,6 +50,36 @@ TEST(CliNet, InferenceOnEveryExecutorIsValidatedAndTimed) {
   EXPECT_EQ(j["manifest"]["extra"]["source"], "zoo:lenet5");
 }
 
+// LeNet-5's convolutions at batch 4 under a 150,000-byte workspace limit: conv1's batched
+// algorithm needs (25 + 6) * 576 floats per image (71 KB) and conv2's (150 + 16) * 64 (42 KB), so the
+// limit admits the batched algorithm for 2 images but not for 4, while the per-image one fits.
+TEST(CliNet, MicrobatchLimitPlansEveryConvolutionWithinTheLimit) {
+  const int64_t limit = 150000;
+  const auto r = run_d5({"net", "lenet5", "--batch", "4", "--backend", "reference", "--microbatch-limit",
+                         std::to_string(limit), "--max-time", "0.3", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& plan = j["manifest"]["extra"]["microbatching"]["4"];
+  EXPECT_EQ(plan["workspace_limit"], limit);
+  ASSERT_EQ(plan["convs"].size(), 2u);
+  for (const auto& c : plan["convs"]) {
+    int64_t sum = 0;
+    for (const auto& b : c["micro_batches"]) sum += b.get<int64_t>();
+    EXPECT_EQ(sum, 4) << c["node"];
+    EXPECT_LE(c["workspace_after"].get<int64_t>(), limit) << c["node"];
+    // The plan is never slower than the whole batch by its own measurements: the whole batch is
+    // one of the partitions the DP considers.
+    EXPECT_LE(c["time_after_s"].get<double>(), c["time_before_s"].get<double>() * (1 + 1e-12)) << c["node"];
+  }
+  ASSERT_EQ(j["cases"].size(), 1u);
+  EXPECT_EQ(j["cases"][0]["state"], "PASSED") << j["cases"][0]["detail"];
+
+  // Below one image's need no plan exists: a usage error naming the convolution.
+  const auto bad = run_d5({"net", "lenet5", "--batch", "4", "--backend", "reference", "--microbatch-limit", "64"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("Conv '"), std::string::npos) << bad.err;
+}
+
 TEST(CliNet, TrainStepWithBreakdownAndOverheadToAFile) {
   namespace fs = std::filesystem;
   const fs::path out = fs::temp_directory_path() / "d5-net-train.json";
