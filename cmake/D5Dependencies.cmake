@@ -85,3 +85,22 @@ d5_record_library(fmt "${fmt_VERSION}")
 d5_record_library(nlohmann_json "${nlohmann_json_VERSION}")
 d5_record_library(cli11 "${CLI11_VERSION}")
 d5_record_library(openmp "${OpenMP_CXX_VERSION}")
+
+# Level 2 data formats. zlib reads gzip'd IDX files and tar.gz archives; TurboJPEG decodes
+# indexed-tar and TFRecord JPEGs; libcurl downloads datasets. A missing one removes the formats
+# or the downloader that need it (they refuse with the package to install), never the build.
+find_package(ZLIB REQUIRED)
+find_package(PkgConfig QUIET)
+set(D5_HAVE_TURBOJPEG OFF)
+if(PkgConfig_FOUND)
+  pkg_check_modules(D5_TURBOJPEG QUIET IMPORTED_TARGET libturbojpeg)
+  if(D5_TURBOJPEG_FOUND)
+    set(D5_HAVE_TURBOJPEG ON)
+    d5_record_library(libturbojpeg "${D5_TURBOJPEG_VERSION}")
+  endif()
+endif()
+find_package(CURL QUIET)
+set(D5_HAVE_CURL ${CURL_FOUND})
+if(CURL_FOUND)
+  d5_record_library(libcurl "${CURL_VERSION_STRING}")
+endif()
