@@ -76,6 +76,7 @@ class DataLoader {
     std::exception_ptr error;
     double fetch_s = 0, transform_s = 0;
   };
+  Item draw();  // the sampler's next batch and position; with mutex_ held while workers run
   void produce(Item& item) const;
   std::optional<Batch> hand_out(Item item, double wait_s);
   std::optional<Batch> next_synchronous();

@@ -48,6 +48,18 @@ void DataLoader::produce(Item& item) const {
   }
 }
 
+DataLoader::Item DataLoader::draw() {
+  Item item;
+  try {
+    item.indices = sampler_->next();
+  } catch (...) {
+    item.error = std::current_exception();
+  }
+  item.state_after = sampler_->state();
+  item.epoch = sampler_->epoch();
+  return item;
+}
+
 std::optional<Batch> DataLoader::hand_out(Item item, double wait_s) {
   consumer_state_ = item.state_after;
   if (!item.batch && !item.error) {
@@ -62,14 +74,7 @@ std::optional<Batch> DataLoader::hand_out(Item item, double wait_s) {
 
 std::optional<Batch> DataLoader::next_synchronous() {
   const int64_t t0 = wall_now_ns();
-  Item item;
-  try {
-    item.indices = sampler_->next();
-  } catch (...) {
-    item.error = std::current_exception();
-  }
-  item.state_after = sampler_->state();
-  item.epoch = sampler_->epoch();
+  Item item = draw();
   if (!item.indices.empty()) produce(item);
   return hand_out(std::move(item), seconds_since(t0));
 }
@@ -102,16 +107,9 @@ void DataLoader::worker_loop() {
     if (stop_) return;
     const uint64_t generation = generation_;
     const int64_t seq = drawn_++;
-    Item item;
     // Drawing happens under the lock: samplers are not thread-safe, and draw order is what
     // fixes batch order.
-    try {
-      item.indices = sampler_->next();
-    } catch (...) {
-      item.error = std::current_exception();
-    }
-    item.state_after = sampler_->state();
-    item.epoch = sampler_->epoch();
+    Item item = draw();
     if (item.indices.empty()) {
       // The end of the epoch (or a sampler error): nothing to fetch.
       if (!item.error) epoch_drawn_ = true;
