@@ -135,6 +135,17 @@ std::vector<Entry> parse_entries(const Reader& reader, const nlohmann::json& hea
       where(ex.what());
     }
     if (!names.insert(e.name).second) where("the name appears twice");
+    // Checked before desc.bytes(), whose element count would overflow for absurd extents.
+    const auto& dims = e.desc.shape.dims();
+    if (std::find(dims.begin(), dims.end(), 0) == dims.end()) {
+      uint64_t elements = 1;
+      for (int64_t d : dims) {
+        if (__builtin_mul_overflow(elements, static_cast<uint64_t>(d), &elements) || elements > payload_bytes) {
+          where(fmt::format("shape {} holds more elements than the {}-byte payload has bytes", e.desc.shape.to_string(),
+                            payload_bytes));
+        }
+      }
+    }
     if (e.bytes != e.desc.bytes()) {
       where(fmt::format("{} bytes recorded but {} needs {}", e.bytes, e.desc.to_string(), e.desc.bytes()));
     }
@@ -266,11 +277,12 @@ Checkpoint load_checkpoint(const std::string& path) {
   const std::vector<Entry> entries = parse_entries(reader, header, payload_bytes);
 
   const uint64_t data_start = align_up(kFixedHeaderBytes + header_bytes);
-  const uint64_t expected_size = data_start + payload_bytes;
-  if (reader.size() < expected_size) {
-    D5_THROW(FormatError, "checkpoint '{}' is truncated: the payload needs bytes up to offset {} but the file ends at offset {}",
-             path, expected_size, reader.size());
+  if (data_start > reader.size() || payload_bytes > reader.size() - data_start) {
+    D5_THROW(FormatError,
+             "checkpoint '{}' is truncated: the {}-byte payload starts at offset {} but the file ends at offset {}",
+             path, payload_bytes, data_start, reader.size());
   }
+  const uint64_t expected_size = data_start + payload_bytes;
   if (reader.size() > expected_size) {
     reader.fail(expected_size, fmt::format("{} unexpected bytes after the payload", reader.size() - expected_size));
   }

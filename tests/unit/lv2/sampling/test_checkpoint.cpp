@@ -58,6 +58,38 @@ void write_all(const std::string& path, const std::string& bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
+// CRC-32 (the zlib polynomial, reflected), bit by bit: an independent implementation for crafting
+// files whose header checksum is right but whose content is not.
+uint32_t crc32_bitwise(const std::string& data) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (unsigned char c : data) {
+    crc ^= c;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
+}
+
+// A version-1 file with the given header text and `payload` zero bytes after the padding.
+std::string craft_file(const std::string& header, uint64_t payload) {
+  std::string out = "D5CKPT\r\n";
+  const auto put = [&](uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  };
+  put(1, 4);
+  put(crc32_bitwise(header), 4);
+  put(header.size(), 8);
+  out += header;
+  out.resize((out.size() + 63) / 64 * 64 + payload, '\0');
+  return out;
+}
+
+nlohmann::json one_tensor_header(nlohmann::json shape, uint64_t offset, uint64_t bytes, uint64_t payload) {
+  return {{"format", "deep500-checkpoint"}, {"version", 1}, {"byte_order", "little"}, {"payload_bytes", payload},
+          {"tensors", {{{"name", "x"}, {"dtype", "f32"}, {"shape", shape}, {"layout", "any"}, {"offset", offset},
+                        {"bytes", bytes}, {"crc32", 0}}}},
+          {"meta", nlohmann::json::object()}};
+}
+
 std::string format_error_message(const std::string& path) {
   try {
     load_checkpoint(path);
@@ -211,6 +243,49 @@ TEST_F(CheckpointTest, EveryCorruptedHeaderByteIsDetected) {
     const std::string msg = format_error_message(file("hd"));
     EXPECT_NE(msg.find("offset"), std::string::npos) << "byte " << i << ": " << msg;
   }
+}
+
+TEST_F(CheckpointTest, CraftedHeadersWithValidChecksumsAreRefused) {
+  struct Case {
+    std::string header;
+    uint64_t payload;
+    const char* expected;
+  };
+  const uint64_t huge = uint64_t{1} << 40;
+  nlohmann::json overlap = one_tensor_header({4}, 0, 16, 64);
+  overlap["tensors"].push_back({{"name", "y"}, {"dtype", "f32"}, {"shape", {4}}, {"layout", "any"}, {"offset", 0},
+                                {"bytes", 16}, {"crc32", 0}});
+  nlohmann::json duplicate = overlap;
+  duplicate["tensors"][1]["name"] = "x";
+  const std::vector<Case> cases = {
+      {one_tensor_header({huge, huge}, 0, 0, 64).dump(), 64, "more elements"},
+      {one_tensor_header({huge, huge, huge}, 0, 0, 64).dump(), 64, "more elements"},
+      {one_tensor_header({-3}, 0, 12, 64).dump(), 64, "negative extent"},
+      {one_tensor_header({4}, 0, 12, 64).dump(), 64, "16"},            // byte count disagrees with the shape
+      {one_tensor_header({4}, 8, 16, 64).dump(), 64, "aligned"},
+      {one_tensor_header({4}, 64, 16, 64).dump(), 64, "outside"},
+      {one_tensor_header({4}, 0, 16, uint64_t{1} << 62).dump(), 64, "truncated"},
+      {overlap.dump(), 64, "overlap"},
+      {duplicate.dump(), 64, "twice"},
+      {R"({"tensors": [], "payload_bytes": 0, "byte_order": "big"})", 0, "byte order"},
+      {R"({"tensors": {}, "payload_bytes": 0, "byte_order": "little"})", 0, "not an array"},
+      {R"({"payload_bytes": 0})", 0, "lacks"},
+      {R"({"tensors": [{"name": "x", "dtype": "f99"}], "payload_bytes": 0, "byte_order": "little"})", 0, "entry #0"},
+  };
+  for (const Case& c : cases) {
+    write_all(file("x"), craft_file(c.header, c.payload));
+    const std::string msg = format_error_message(file("x"));
+    EXPECT_NE(msg.find(c.expected), std::string::npos) << c.header << "\n -> " << msg;
+    EXPECT_NE(msg.find(file("x")), std::string::npos) << msg;
+  }
+}
+
+TEST_F(CheckpointTest, InvalidJsonIsReportedAtTheOffendingByte) {
+  // The stray "]" is the header's byte 12 (0-based), file offset 24 + 12.
+  write_all(file("j"), craft_file(R"({"tensors": ]})", 0));
+  const std::string msg = format_error_message(file("j"));
+  EXPECT_NE(msg.find("offset 36"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not valid JSON"), std::string::npos) << msg;
 }
 
 }  // namespace
