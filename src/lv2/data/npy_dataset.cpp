@@ -15,6 +15,7 @@
 #include "dataset_options.h"
 #include "deep500/dataset_formats.h"
 #include "deep500/error.h"
+#include "sample_batch.h"
 
 namespace d5 {
 
@@ -119,11 +120,9 @@ class NpyDataset : public Dataset {
 
   Batch fetch(std::span<const int64_t> indices) const override {
     const int64_t n = static_cast<int64_t>(indices.size());
-    std::vector<int64_t> dims{n};
-    dims.insert(dims.end(), sample_shape_.begin(), sample_shape_.end());
-    Tensor input = Tensor::uninitialized(TensorDesc{DType::f32, Shape(dims)});
-    Tensor labels = Tensor::uninitialized(TensorDesc{DType::i64, Shape{n}});
-    float* x = input.data_as<float>();
+    Batch batch = data::allocate_sample_batch(n, sample_shape_);
+    Tensor& labels = batch.at(kDataLabels);
+    float* x = batch.at(kDataInput).data_as<float>();
     const uint8_t* base = n > 0 ? inputs_map_->bytes() + inputs_.data_offset : nullptr;
     const bool is_f32 = inputs_.descr == "<f4";
     for (int64_t b = 0; b < n; ++b) {
@@ -139,7 +138,7 @@ class NpyDataset : public Dataset {
       }
       labels.data_as<int64_t>()[b] = labels_[static_cast<size_t>(i)];
     }
-    return {{kDataInput, std::move(input)}, {kDataLabels, std::move(labels)}};
+    return batch;
   }
 
   int64_t label(int64_t index) const override {

@@ -9,6 +9,8 @@
 #include "deep500/dataset_formats.h"
 #include "deep500/error.h"
 #include "deep500/rng.h"
+#include "number_text.h"
+#include "sample_batch.h"
 
 namespace d5 {
 
@@ -49,10 +51,9 @@ class SyntheticDataset : public Dataset {
 
   Batch fetch(std::span<const int64_t> indices) const override {
     const int64_t n = static_cast<int64_t>(indices.size());
-    std::vector<int64_t> dims{n};
-    dims.insert(dims.end(), shape_.begin(), shape_.end());
-    Tensor input = Tensor::uninitialized(TensorDesc{DType::f32, Shape(dims)});
-    Tensor labels = Tensor::uninitialized(TensorDesc{DType::i64, Shape{n}});
+    Batch batch = data::allocate_sample_batch(n, shape_);
+    Tensor& input = batch.at(kDataInput);
+    Tensor& labels = batch.at(kDataLabels);
     for (int64_t b = 0; b < n; ++b) {
       const int64_t i = indices[static_cast<size_t>(b)];
       const int64_t y = label(i);
@@ -69,7 +70,7 @@ class SyntheticDataset : public Dataset {
         for (int64_t e = 0; e < elements_; ++e) x[e] = rng.uniform_float();
       }
     }
-    return {{kDataInput, std::move(input)}, {kDataLabels, std::move(labels)}};
+    return batch;
   }
 
   int64_t label(int64_t index) const override {
@@ -101,14 +102,8 @@ std::vector<int64_t> parse_dims(const std::string& text, const std::string& what
   while (start <= text.size()) {
     const size_t sep = text.find_first_of("x,", start);
     const std::string item = text.substr(start, sep == std::string::npos ? std::string::npos : sep - start);
-    int64_t d = 0;
-    size_t used = 0;
-    try {
-      d = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    D5_CHECK_ARG(used == item.size() && !item.empty() && d > 0,
+    const int64_t d = data::to_int(item).value_or(0);
+    D5_CHECK_ARG(d > 0,
                  "{}: '{}' is not a shape; write positive extents separated by x, e.g. 1x28x28", what, text);
     dims.push_back(d);
     if (sep == std::string::npos) break;
