@@ -166,6 +166,7 @@ std::vector<DownloadedFile> download_dataset(const std::string& name, const Down
   D5_CHECK_ARG(options.split == "train" || options.split == "test" || options.split == "all",
                "split '{}' is not train, test or all", options.split);
 #ifndef D5_HAVE_CURL
+  (void)set;
   D5_THROW(Unimplemented,
            "this d5 was built without libcurl, so it cannot download '{}'; install libcurl4-openssl-dev (Debian) and "
            "configure again, or copy the files into '{}' yourself",
