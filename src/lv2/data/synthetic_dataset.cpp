@@ -3,6 +3,8 @@
 //
 // Every sample owns a window of 2^32 words of its Philox stream (RngStream::seek(index << 32)):
 // no sample ever draws another's numbers, whatever the shape.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "dataset_options.h"
@@ -17,6 +19,7 @@ namespace d5 {
 namespace {
 
 constexpr int kWindowBits = 32;
+constexpr int64_t kPrototypeGrid = 4;
 
 class SyntheticDataset : public Dataset {
  public:
@@ -62,10 +65,8 @@ class SyntheticDataset : public Dataset {
       RngStream rng = inputs_;
       rng.seek(static_cast<uint64_t>(i) << kWindowBits);
       if (learnable_) {
-        RngStream proto = prototypes_;
-        proto.seek(static_cast<uint64_t>(y) << kWindowBits);
-        for (int64_t e = 0; e < elements_; ++e)
-          x[e] = proto.uniform_float() + static_cast<float>(rng.normal(0, noise_));
+        const std::vector<float> proto = prototype(y);
+        for (int64_t e = 0; e < elements_; ++e) x[e] = proto[static_cast<size_t>(e)] + static_cast<float>(rng.normal(0, noise_));
       } else {
         for (int64_t e = 0; e < elements_; ++e) x[e] = rng.uniform_float();
       }
@@ -81,11 +82,32 @@ class SyntheticDataset : public Dataset {
   }
 
  private:
+  // Class y's prototype: per channel plane, a grid of at most 4x4 cells with uniform [0, 1) values,
+  // each cell a block of about H/4 x W/4 pixels. Coarse on purpose: per-pixel white noise would be
+  // averaged away by convolutions and pooling, so a convolutional network could hardly learn it,
+  // while blocks survive them. Rank-1 samples (feature vectors) get one value per element.
+  std::vector<float> prototype(int64_t y) const {
+    const size_t rank = shape_.size();
+    const int64_t h = rank >= 2 ? shape_[rank - 2] : 1, w = shape_.back();
+    const int64_t gh = std::min<int64_t>(h, kPrototypeGrid), gw = rank >= 2 ? std::min<int64_t>(w, kPrototypeGrid) : w;
+    const int64_t planes = elements_ / (h * w);
+    RngStream rng = prototypes_;
+    rng.seek(static_cast<uint64_t>(y) << kWindowBits);
+    std::vector<float> cells(static_cast<size_t>(planes * gh * gw));
+    for (float& c : cells) c = rng.uniform_float();
+    std::vector<float> out(static_cast<size_t>(elements_));
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t j = 0; j < w; ++j)
+          out[static_cast<size_t>((p * h + i) * w + j)] = cells[static_cast<size_t>((p * gh + i * gh / h) * gw + j * gw / w)];
+    return out;
+  }
+
   std::string format_;
   RngStream inputs_;
-  // One fixed image per class (window `class` of this stream), uniform in [0, 1) like pixel
-  // intensities and shared by both splits, so what is learnt from train carries over to test.
-  // Regenerated per sample rather than stored: 1000 classes of 3x224x224 would be 600 MB.
+  // One fixed image per class (window `class` of this stream), shared by both splits so that what
+  // is learnt from train carries over to test. Regenerated per sample rather than stored: 1000
+  // classes of 3x224x224 would be 600 MB.
   RngStream prototypes_;
   RngStream labels_;
   bool learnable_;
