@@ -33,6 +33,8 @@ class SyntheticDataset : public Dataset {
     if (learnable) known.push_back("noise");
     data::DatasetOptions options(spec, format_, known);
     options.check_all_known();
+    D5_CHECK_ARG(spec.split == "train" || spec.split == "test", "{}: split '{}' does not exist (train or test)",
+                 format_, spec.split);
     shape_ = parse_dims(options.get_string("shape", "1x28x28"), format_ + " option shape");
     classes_ = options.get_int("classes", 10, 1);
     size_ = options.get_int("samples", spec.split == "test" ? 1000 : 10000, 0);
