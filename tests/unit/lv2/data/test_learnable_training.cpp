@@ -1,6 +1,7 @@
 // synthetic-learnable is learnable by a network, not only by a nearest-mean classifier: LeNet-5 on
 // the reference executor, plain SGD (lr 0.1, batch 32) written out here, reaches at least 95% test
-// accuracy within one pass over 4,800 samples at the default noise (measured: 504 of 512).
+// accuracy within one pass over 9,600 samples at the default noise (measured over seeds 11-14: 505 to
+// 512 of 512; after 150 steps some seeds are still below 90%, so the test takes 300).
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -13,13 +14,14 @@
 
 namespace d5::test {
 
-TEST(SyntheticLearnable, LeNetLearnsItInOneEpochOfSgd) {
+TEST(SyntheticLearnable, LeNetLearnsItWithinOneEpochOfSgd) {
   register_builtin_operators();
   register_builtin_datasets();
-  const int64_t batch = 32, steps = 150, test_samples = 512;
+  const int64_t batch = 32, steps = 300, test_samples = 512;
+  const uint64_t seed = 11;
   const std::map<std::string, std::string> options{{"samples", std::to_string(batch * steps)}};
-  const auto train = open_dataset(DatasetSpec{"synthetic-learnable", "", "train", 11, options});
-  const auto test = open_dataset(DatasetSpec{"synthetic-learnable", "", "test", 11, options});
+  const auto train = open_dataset(DatasetSpec{"synthetic-learnable", "", "train", seed, options});
+  const auto test = open_dataset(DatasetSpec{"synthetic-learnable", "", "test", seed, options});
 
   ModelOptions mo;
   mo.batch = batch;
