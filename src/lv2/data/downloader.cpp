@@ -201,6 +201,7 @@ std::vector<DownloadedFile> download_dataset(const std::string& name, const Down
     }
     // A .part that is already complete (interrupted between transfer and rename) needs no transfer.
     const bool part_complete = fs::exists(part) && verifies(part, file);
+    d.resumed = part_complete;
     if (!part_complete) {
       std::vector<std::string> failures;
       for (const std::string& base : bases) {
