@@ -18,23 +18,36 @@ namespace d5 {
 
 namespace {
 
+// A handle that failed on damaged data can report garbage (a 0x0 header) for the next, valid
+// image: after any failure the handle is replaced.
 struct Handle {
+  bool compress;
   tjhandle h = nullptr;
-  explicit Handle(bool compress) : h(compress ? tjInitCompress() : tjInitDecompress()) {
-    if (!h) D5_THROW(Internal, "TurboJPEG: cannot create a handle: {}", tjGetErrorStr2(nullptr));
-  }
+  explicit Handle(bool c) : compress(c) { make(); }
   ~Handle() { tjDestroy(h); }
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
+  void make() {
+    h = compress ? tjInitCompress() : tjInitDecompress();
+    if (!h) D5_THROW(Internal, "TurboJPEG: cannot create a handle: {}", tjGetErrorStr2(nullptr));
+  }
+  // The error message of the last call, then a fresh handle.
+  std::string fail() {
+    std::string msg = tjGetErrorStr2(h);
+    tjDestroy(h);
+    h = nullptr;
+    make();
+    return msg;
+  }
 };
 
-tjhandle decompressor() {
+Handle& decompressor() {
   thread_local Handle handle(false);
-  return handle.h;
+  return handle;
 }
-tjhandle compressor() {
+Handle& compressor() {
   thread_local Handle handle(true);
-  return handle.h;
+  return handle;
 }
 
 }  // namespace
@@ -42,16 +55,18 @@ tjhandle compressor() {
 bool jpeg_available() { return true; }
 
 RgbImage decode_jpeg(std::span<const uint8_t> jpeg, const std::string& what) {
-  tjhandle h = decompressor();
+  Handle& handle = decompressor();
+  tjhandle h = handle.h;
   int w = 0, ht = 0, subsamp = 0, colorspace = 0;
-  if (jpeg.empty() ||
-      tjDecompressHeader3(h, jpeg.data(), static_cast<unsigned long>(jpeg.size()), &w, &ht, &subsamp, &colorspace) !=
-          0) {
-    D5_THROW(FormatError, "'{}' is not a valid JPEG ({} bytes): {}", what, jpeg.size(),
-             jpeg.empty() ? "empty" : tjGetErrorStr2(h));
+  if (jpeg.empty()) D5_THROW(FormatError, "'{}' is not a valid JPEG: it is empty", what);
+  if (tjDecompressHeader3(h, jpeg.data(), static_cast<unsigned long>(jpeg.size()), &w, &ht, &subsamp, &colorspace) !=
+      0) {
+    D5_THROW(FormatError, "'{}' is not a valid JPEG ({} bytes): {}", what, jpeg.size(), handle.fail());
   }
-  D5_CHECK(w > 0 && ht > 0 && int64_t{w} * ht <= (int64_t{1} << 28), FormatError,
-           "JPEG '{}' declares an implausible size {}x{}", what, w, ht);
+  if (w <= 0 || ht <= 0 || int64_t{w} * ht > (int64_t{1} << 28)) {
+    handle.fail();
+    D5_THROW(FormatError, "JPEG '{}' declares an implausible size {}x{}", what, w, ht);
+  }
   RgbImage img;
   img.width = w;
   img.height = ht;
@@ -64,7 +79,7 @@ RgbImage decode_jpeg(std::span<const uint8_t> jpeg, const std::string& what) {
   const int rc = tjDecompress2(h, jpeg.data(), static_cast<unsigned long>(jpeg.size()),
                                cmyk ? cmyk_pixels.data() : img.pixels.data(), w, 0, ht, cmyk ? TJPF_CMYK : TJPF_RGB,
                                TJFLAG_ACCURATEDCT);
-  if (rc != 0) D5_THROW(FormatError, "JPEG '{}' is corrupt: {}", what, tjGetErrorStr2(h));
+  if (rc != 0) D5_THROW(FormatError, "JPEG '{}' is corrupt: {}", what, handle.fail());
   if (cmyk) {
     // Adobe CMYK JPEGs (the common kind) store inverted ink values, so R = C' * K' / 255.
     for (size_t i = 0, n = static_cast<size_t>(w) * static_cast<size_t>(ht); i < n; ++i) {
@@ -83,13 +98,14 @@ std::vector<uint8_t> encode_jpeg(const RgbImage& image, int quality) {
                    image.pixels.size() == static_cast<size_t>(image.width) * static_cast<size_t>(image.height) * 3,
                "encode_jpeg needs width * height * 3 RGB bytes ({}x{}, {} bytes given)", image.width, image.height,
                image.pixels.size());
-  tjhandle h = compressor();
+  Handle& handle = compressor();
+  tjhandle h = handle.h;
   unsigned char* buf = nullptr;
   unsigned long size = 0;
   if (tjCompress2(h, image.pixels.data(), image.width, 0, image.height, TJPF_RGB, &buf, &size, TJSAMP_420, quality,
                   TJFLAG_ACCURATEDCT) != 0) {
     tjFree(buf);
-    D5_THROW(Internal, "TurboJPEG compression failed: {}", tjGetErrorStr2(h));
+    D5_THROW(Internal, "TurboJPEG compression failed: {}", handle.fail());
   }
   std::vector<uint8_t> out(buf, buf + size);
   tjFree(buf);
@@ -161,23 +177,45 @@ void preprocess_image(const RgbImage& img, const ImagePreprocess& p, float* out)
     scale[c] = p.imagenet_normalize ? 1.0f / (255.0f * kStd[c]) : 1.0f / 255.0f;
     shift[c] = p.imagenet_normalize ? -kMean[c] / kStd[c] : 0.0f;
   }
-  const size_t plane = static_cast<size_t>(p.crop) * static_cast<size_t>(p.crop);
+  // Separable: source rows are interpolated horizontally (into planar float rows, each computed
+  // once and kept while consecutive output rows use it), then blended vertically, which vectorizes.
+  const auto crop = static_cast<size_t>(p.crop);
   const size_t row_bytes = static_cast<size_t>(img.width) * 3;
-  for (int y = 0; y < p.crop; ++y) {
-    const auto ky = static_cast<size_t>(y);
-    const uint8_t* r0 = img.pixels.data() + static_cast<size_t>(ty.i0[ky]) * row_bytes;
-    const uint8_t* r1 = img.pixels.data() + static_cast<size_t>(ty.i1[ky]) * row_bytes;
-    const float wy = ty.w1[ky];
-    for (int x = 0; x < p.crop; ++x) {
-      const auto kx = static_cast<size_t>(x);
-      const size_t a = static_cast<size_t>(tx.i0[kx]) * 3, b = static_cast<size_t>(tx.i1[kx]) * 3;
-      const float wx = tx.w1[kx];
+  std::vector<size_t> ax(crop), bx(crop);
+  for (size_t x = 0; x < crop; ++x) {
+    ax[x] = static_cast<size_t>(tx.i0[x]) * 3;
+    bx[x] = static_cast<size_t>(tx.i1[x]) * 3;
+  }
+  std::vector<float> slots[2] = {std::vector<float>(3 * crop), std::vector<float>(3 * crop)};
+  int slot_row[2] = {-1, -1};
+  const auto horizontal = [&](int sy, int keep) -> const float* {
+    for (int s = 0; s < 2; ++s) {
+      if (slot_row[s] == sy) return slots[s].data();
+    }
+    const int s = slot_row[0] == keep ? 1 : 0;
+    slot_row[s] = sy;
+    float* h = slots[s].data();
+    const uint8_t* r = img.pixels.data() + static_cast<size_t>(sy) * row_bytes;
+    for (size_t x = 0; x < crop; ++x) {
+      const float w = tx.w1[x];
       for (size_t c = 0; c < 3; ++c) {
-        const float top = r0[a + c] + wx * (static_cast<float>(r0[b + c]) - r0[a + c]);
-        const float bottom = r1[a + c] + wx * (static_cast<float>(r1[b + c]) - r1[a + c]);
-        const float v = top + wy * (bottom - top);
-        out[c * plane + ky * static_cast<size_t>(p.crop) + kx] = v * scale[c] + shift[c];
+        const float l = r[ax[x] + c], rr = r[bx[x] + c];
+        h[c * crop + x] = l + w * (rr - l);
       }
+    }
+    return h;
+  };
+  const size_t plane = crop * crop;
+  for (size_t y = 0; y < crop; ++y) {
+    const float* top = horizontal(ty.i0[y], ty.i1[y]);
+    const float* bottom = horizontal(ty.i1[y], ty.i0[y]);  // keeps top's slot
+    const float wy = ty.w1[y];
+    for (size_t c = 0; c < 3; ++c) {
+      const float* t = top + c * crop;
+      const float* bt = bottom + c * crop;
+      float* o = out + c * plane + y * crop;
+      const float sc = scale[c], sh = shift[c];
+      for (size_t x = 0; x < crop; ++x) o[x] = (t[x] + wy * (bt[x] - t[x])) * sc + sh;
     }
   }
 }

@@ -50,6 +50,19 @@ TEST(Jpeg, CorruptAndTruncatedDataAreFormatErrors) {
   D5_EXPECT_FORMAT_ERROR(decode_jpeg(cut, "cut.jpg"), "cut.jpg", "corrupt");
 }
 
+TEST(Jpeg, ValidImageDecodesAfterAFailureOnTheSameThread) {
+  D5_REQUIRE_JPEG();
+  const auto jpeg = encode_jpeg(test::gradient_image(40, 24), 90);
+  auto wiped = jpeg;
+  for (size_t k = wiped.size() / 3; k < wiped.size(); ++k) wiped[k] = 0;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THROW(decode_jpeg(wiped, "wiped.jpg"), FormatError);
+    const RgbImage ok = decode_jpeg(jpeg, "ok.jpg");
+    EXPECT_EQ(ok.width, 40);
+    EXPECT_EQ(ok.height, 24);
+  }
+}
+
 TEST(Preprocess, IdentityWhenSizesMatch) {
   const RgbImage img = test::gradient_image(8, 8, 1);
   std::vector<float> out(3 * 8 * 8);
