@@ -208,11 +208,12 @@ class ImageTarDataset final : public Dataset {
     pre_ = preprocess_options(spec);
     D5_CHECK_ARG(!spec.data_dir.empty(), "dataset 'image-tar' needs --data-dir: the .tar file, or a directory "
                  "holding {}.tar", spec.split);
+    const int threads = thread_option(spec);
     path_ = locate(spec);
     index_ = load_image_tar_index(path_);
-    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    pool_ = std::make_unique<WorkerPool>(threads);
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);  // last: nothing after it can throw
     if (fd_ < 0) D5_THROW(IoError, "cannot open '{}': {}", path_, std::strerror(errno));
-    pool_ = std::make_unique<WorkerPool>(thread_option(spec));
   }
   ~ImageTarDataset() override {
     if (fd_ >= 0) ::close(fd_);

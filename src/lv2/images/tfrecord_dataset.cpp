@@ -59,27 +59,14 @@ class TfRecordDataset final : public Dataset {
     pre_ = preprocess_options(spec);
     label_offset_ = int_option(spec, "label_offset", 0, -1000000, 1000000);
     D5_CHECK_ARG(!spec.data_dir.empty(), "dataset 'tfrecord' needs --data-dir: a TFRecord file or a directory of them");
-    for (const auto& f : find_files(spec)) {
-      const int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) D5_THROW(IoError, "cannot open '{}': {}", f, std::strerror(errno));
-      files_.push_back({f, fd});
-      const auto file_index = static_cast<uint32_t>(files_.size() - 1);
-      for (const auto& loc : scan_tfrecord_file(f)) records_.push_back({file_index, loc});
-    }
-    D5_CHECK(!records_.empty(), FormatError, "dataset 'tfrecord': the files in '{}' hold no records", spec.data_dir);
-    classes_ = int_option(spec, "classes", 0, 1, int64_t{1} << 31);
-    pool_ = std::make_unique<WorkerPool>(thread_option(spec));
-    if (classes_ == 0) {
-      // Without classes=N the label range is found by reading every record once (this also
-      // verifies every data CRC). Pass classes=N to open large sets without the scan.
-      labels_.resize(records_.size());
-      pool_->parallel_for(size(), [&](int64_t i) { labels_[static_cast<size_t>(i)] = read_label(i, nullptr); });
-      classes_ = *std::max_element(labels_.begin(), labels_.end()) + 1;
+    try {
+      open_files(spec);
+    } catch (...) {  // the destructor does not run for a constructor that throws
+      close_files();
+      throw;
     }
   }
-  ~TfRecordDataset() override {
-    for (const auto& f : files_) ::close(f.fd);
-  }
+  ~TfRecordDataset() override { close_files(); }
 
   std::string name() const override { return "tfrecord"; }
   int64_t size() const override { return static_cast<int64_t>(records_.size()); }
@@ -119,6 +106,31 @@ class TfRecordDataset final : public Dataset {
     uint32_t file;
     TfRecordLocation loc;
   };
+
+  void open_files(const DatasetSpec& spec) {
+    for (const auto& f : find_files(spec)) {
+      const int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) D5_THROW(IoError, "cannot open '{}': {}", f, std::strerror(errno));
+      files_.push_back({f, fd});
+      const auto file_index = static_cast<uint32_t>(files_.size() - 1);
+      for (const auto& loc : scan_tfrecord_file(f)) records_.push_back({file_index, loc});
+    }
+    D5_CHECK(!records_.empty(), FormatError, "dataset 'tfrecord': the files in '{}' hold no records", spec.data_dir);
+    classes_ = int_option(spec, "classes", 0, 1, int64_t{1} << 31);
+    pool_ = std::make_unique<WorkerPool>(thread_option(spec));
+    if (classes_ == 0) {
+      // Without classes=N the label range is found by reading every record once (this also
+      // verifies every data CRC). Pass classes=N to open large sets without the scan.
+      labels_.resize(records_.size());
+      pool_->parallel_for(size(), [&](int64_t i) { labels_[static_cast<size_t>(i)] = read_label(i, nullptr); });
+      classes_ = *std::max_element(labels_.begin(), labels_.end()) + 1;
+    }
+  }
+
+  void close_files() {
+    for (const auto& f : files_) ::close(f.fd);
+    files_.clear();
+  }
 
   void check_index(int64_t index) const {
     D5_CHECK_ARG(index >= 0 && index < size(), "dataset 'tfrecord': index {} outside [0, {})", index, size());
