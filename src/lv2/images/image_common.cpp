@@ -56,6 +56,22 @@ int thread_option(const DatasetSpec& spec) {
   return static_cast<int>(int_option(spec, "threads", hw, 1, 1024));
 }
 
+std::map<std::string, TensorDesc> image_sample_descs(const ImagePreprocess& p) {
+  return {{kDataInput, TensorDesc{DType::f32, Shape{3, p.crop, p.crop}, Layout::any}},
+          {kDataLabels, TensorDesc{DType::i64, Shape{}, Layout::any}}};
+}
+
+Batch decode_batch(WorkerPool& pool, const ImagePreprocess& p, int64_t n,
+                   const std::function<int64_t(int64_t, float*)>& load) {
+  Tensor input = Tensor::uninitialized(TensorDesc{DType::f32, Shape{n, 3, p.crop, p.crop}, Layout::any});
+  Tensor labels = Tensor::uninitialized(TensorDesc{DType::i64, Shape{n}, Layout::any});
+  float* x = input.data_as<float>();
+  int64_t* y = labels.data_as<int64_t>();
+  const int64_t per = 3 * int64_t{p.crop} * p.crop;
+  pool.parallel_for(n, [&](int64_t i) { y[i] = load(i, x + i * per); });
+  return {{kDataInput, std::move(input)}, {kDataLabels, std::move(labels)}};
+}
+
 WorkerPool::WorkerPool(int threads) {
   D5_CHECK_ARG(threads >= 1, "a worker pool needs at least one thread, got {}", threads);
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });

@@ -29,6 +29,14 @@ ImagePreprocess preprocess_options(const DatasetSpec& spec);
 // Option threads (default: hardware threads).
 int thread_option(const DatasetSpec& spec);
 
+class WorkerPool;
+// "input" f32 [3, crop, crop] and "labels" i64.
+std::map<std::string, TensorDesc> image_sample_descs(const ImagePreprocess& p);
+// A batch of n images assembled on the pool: load(i, out) writes sample i (the i-th of the
+// batch) to out[3 * crop * crop] and returns its label.
+Batch decode_batch(WorkerPool& pool, const ImagePreprocess& p, int64_t n,
+                   const std::function<int64_t(int64_t, float*)>& load);
+
 // A fixed set of threads running one parallel loop at a time (concurrent callers take turns);
 // the calling thread works too, so threads == 1 runs inline.
 class WorkerPool {

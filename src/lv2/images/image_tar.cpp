@@ -222,28 +222,18 @@ class ImageTarDataset final : public Dataset {
   std::string name() const override { return "image-tar"; }
   int64_t size() const override { return static_cast<int64_t>(index_.entries.size()); }
   int64_t classes() const override { return static_cast<int64_t>(index_.classes.size()); }
-  std::map<std::string, TensorDesc> sample_descs() const override {
-    return {{kDataInput, TensorDesc{DType::f32, Shape{3, pre_.crop, pre_.crop}, Layout::any}},
-            {kDataLabels, TensorDesc{DType::i64, Shape{}, Layout::any}}};
-  }
+  std::map<std::string, TensorDesc> sample_descs() const override { return image_sample_descs(pre_); }
   int64_t label(int64_t index) const override { return entry(index).label; }
 
   Batch fetch(std::span<const int64_t> indices) const override {
-    const auto n = static_cast<int64_t>(indices.size());
     for (int64_t i : indices) entry(i);  // range errors before any work
-    Tensor input = Tensor::uninitialized(TensorDesc{DType::f32, Shape{n, 3, pre_.crop, pre_.crop}, Layout::any});
-    Tensor labels = Tensor::uninitialized(TensorDesc{DType::i64, Shape{n}, Layout::any});
-    float* x = input.data_as<float>();
-    int64_t* y = labels.data_as<int64_t>();
-    const int64_t per = 3 * int64_t{pre_.crop} * pre_.crop;
-    pool_->parallel_for(n, [&](int64_t i) {
+    return decode_batch(*pool_, pre_, static_cast<int64_t>(indices.size()), [&](int64_t i, float* out) {
       const auto& e = entry(indices[static_cast<size_t>(i)]);
-      y[i] = e.label;
       std::vector<uint8_t> bytes(e.size);
       read_member(e, bytes);
-      decode_jpeg_into(bytes, fmt::format("{}:{}", path_, e.path), pre_, x + i * per);
+      decode_jpeg_into(bytes, fmt::format("{}:{}", path_, e.path), pre_, out);
+      return int64_t{e.label};
     });
-    return {{kDataInput, std::move(input)}, {kDataLabels, std::move(labels)}};
   }
 
  private:

@@ -71,30 +71,21 @@ class TfRecordDataset final : public Dataset {
   std::string name() const override { return "tfrecord"; }
   int64_t size() const override { return static_cast<int64_t>(records_.size()); }
   int64_t classes() const override { return classes_; }
-  std::map<std::string, TensorDesc> sample_descs() const override {
-    return {{kDataInput, TensorDesc{DType::f32, Shape{3, pre_.crop, pre_.crop}, Layout::any}},
-            {kDataLabels, TensorDesc{DType::i64, Shape{}, Layout::any}}};
-  }
+  std::map<std::string, TensorDesc> sample_descs() const override { return image_sample_descs(pre_); }
   int64_t label(int64_t index) const override {
     check_index(index);
     return labels_.empty() ? read_label(index, nullptr) : labels_[static_cast<size_t>(index)];
   }
 
   Batch fetch(std::span<const int64_t> indices) const override {
-    const auto n = static_cast<int64_t>(indices.size());
     for (int64_t i : indices) check_index(i);
-    Tensor input = Tensor::uninitialized(TensorDesc{DType::f32, Shape{n, 3, pre_.crop, pre_.crop}, Layout::any});
-    Tensor labels = Tensor::uninitialized(TensorDesc{DType::i64, Shape{n}, Layout::any});
-    float* x = input.data_as<float>();
-    int64_t* y = labels.data_as<int64_t>();
-    const int64_t per = 3 * int64_t{pre_.crop} * pre_.crop;
-    pool_->parallel_for(n, [&](int64_t i) {
+    return decode_batch(*pool_, pre_, static_cast<int64_t>(indices.size()), [&](int64_t i, float* out) {
       const int64_t idx = indices[static_cast<size_t>(i)];
       std::string image;
-      y[i] = read_label(idx, &image);
-      decode_jpeg_into({reinterpret_cast<const uint8_t*>(image.data()), image.size()}, where(idx), pre_, x + i * per);
+      const int64_t label = read_label(idx, &image);
+      decode_jpeg_into({reinterpret_cast<const uint8_t*>(image.data()), image.size()}, where(idx), pre_, out);
+      return label;
     });
-    return {{kDataInput, std::move(input)}, {kDataLabels, std::move(labels)}};
   }
 
  private:

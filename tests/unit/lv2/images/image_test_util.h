@@ -9,7 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "deep500/dataset.h"
 #include "deep500/jpeg.h"
+#include "lv2/images/register_images.h"
+
+#ifdef D5_HAVE_TURBOJPEG
+#define D5_REQUIRE_JPEG() (void)0
+#else
+#define D5_REQUIRE_JPEG() GTEST_SKIP() << "built without TurboJPEG (D5_HAVE_TURBOJPEG off)"
+#endif
 
 namespace d5::test {
 
@@ -48,6 +56,18 @@ inline RgbImage gradient_image(int w, int h, int seed = 0) {
     }
   }
   return img;
+}
+
+// A spec for format `name` over `dir`, with the image formats registered.
+inline DatasetSpec dataset_spec(const std::string& name, const std::string& dir,
+                                std::map<std::string, std::string> options = {}, const std::string& split = "train") {
+  register_image_datasets();
+  DatasetSpec s;
+  s.name = name;
+  s.data_dir = dir;
+  s.split = split;
+  s.options = std::move(options);
+  return s;
 }
 
 inline std::vector<uint8_t> read_bytes(const std::string& path) {

@@ -4,7 +4,6 @@
 #include "deep500/error.h"
 #include "deep500/tar_archive.h"
 #include "image_test_util.h"
-#include "lv2/images/register_images.h"
 
 namespace d5 {
 namespace {
@@ -27,12 +26,7 @@ std::vector<uint8_t> cifar10_labels(int r) { return {static_cast<uint8_t>(r % 10
 std::vector<uint8_t> cifar100_labels(int r) { return {static_cast<uint8_t>(r % 20), static_cast<uint8_t>(r % 100)}; }
 
 DatasetSpec spec(const std::string& name, const std::string& dir, const std::string& split = "train") {
-  register_image_datasets();
-  DatasetSpec s;
-  s.name = name;
-  s.data_dir = dir;
-  s.split = split;
-  return s;
+  return test::dataset_spec(name, dir, {}, split);
 }
 
 // The official archive layout: cifar-10-batches-bin/data_batch_{1..5}.bin (3 records each here) + test_batch.bin.

@@ -8,18 +8,11 @@
 #include "deep500/image_datasets.h"
 #include "deep500/tar_archive.h"
 #include "image_test_util.h"
-#include "lv2/images/register_images.h"
 
 namespace d5 {
 namespace {
 
 using test::TempDir;
-
-#ifdef D5_HAVE_TURBOJPEG
-#define D5_REQUIRE_JPEG() (void)0
-#else
-#define D5_REQUIRE_JPEG() GTEST_SKIP() << "built without TurboJPEG (D5_HAVE_TURBOJPEG off)"
-#endif
 
 // Classes listed out of order so the test sees that labels follow sorted names.
 const std::vector<std::string> kClasses = {"n02", "n01", "n03"};
@@ -42,12 +35,7 @@ std::vector<std::vector<uint8_t>> write_image_tar(const std::string& path, int p
 }
 
 DatasetSpec spec(const std::string& path, std::map<std::string, std::string> options = {}) {
-  register_image_datasets();
-  DatasetSpec s;
-  s.name = "image-tar";
-  s.data_dir = path;
-  s.options = std::move(options);
-  return s;
+  return test::dataset_spec("image-tar", path, std::move(options));
 }
 
 TEST(ImageTar, IndexIsBuiltStoredAndReused) {

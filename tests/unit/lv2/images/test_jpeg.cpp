@@ -9,12 +9,6 @@
 namespace d5 {
 namespace {
 
-#ifdef D5_HAVE_TURBOJPEG
-#define D5_REQUIRE_JPEG() (void)0
-#else
-#define D5_REQUIRE_JPEG() GTEST_SKIP() << "built without TurboJPEG (D5_HAVE_TURBOJPEG off)"
-#endif
-
 TEST(Jpeg, AvailabilityMatchesBuild) {
 #ifdef D5_HAVE_TURBOJPEG
   EXPECT_TRUE(jpeg_available());

@@ -9,7 +9,6 @@
 #include "deep500/error.h"
 #include "deep500/tfrecord.h"
 #include "image_test_util.h"
-#include "lv2/images/register_images.h"
 
 namespace d5 {
 namespace {
@@ -115,12 +114,6 @@ TEST(TfRecord, FramingRoundTripAndCorruptionDetection) {
   D5_EXPECT_FORMAT_ERROR(scan_tfrecord_file(dir.file("cut2.tfrecord")), "cut2.tfrecord", "offset 0");
 }
 
-#ifdef D5_HAVE_TURBOJPEG
-#define D5_REQUIRE_JPEG() (void)0
-#else
-#define D5_REQUIRE_JPEG() GTEST_SKIP() << "built without TurboJPEG (D5_HAVE_TURBOJPEG off)"
-#endif
-
 // ImageNet-style records: labels 1..classes. Returns the JPEGs.
 std::vector<std::vector<uint8_t>> write_examples(const std::string& path, int n, int first_label) {
   std::vector<std::vector<uint8_t>> jpegs;
@@ -138,13 +131,7 @@ std::vector<std::vector<uint8_t>> write_examples(const std::string& path, int n,
 }
 
 DatasetSpec spec(const std::string& dir, std::map<std::string, std::string> options, const std::string& split = "train") {
-  register_image_datasets();
-  DatasetSpec s;
-  s.name = "tfrecord";
-  s.data_dir = dir;
-  s.split = split;
-  s.options = std::move(options);
-  return s;
+  return test::dataset_spec("tfrecord", dir, std::move(options), split);
 }
 
 TEST(TfRecordDataset, DecodesImagesWithLabelOffset) {
