@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <map>
 
 #include "deep500/error.h"
 #include "deep500/tar_archive.h"
@@ -132,6 +135,44 @@ TEST(TarArchive, TruncatedGzipIsFormatError) {
   const auto raw = test::read_bytes(dir.file("a.tar.gz"));
   test::write_bytes(dir.file("cut.tar.gz"), std::vector<uint8_t>(raw.begin(), raw.begin() + static_cast<long>(raw.size() / 2)));
   D5_EXPECT_FORMAT_ERROR(list_tar(dir.file("cut.tar.gz")), "cut.tar.gz");
+}
+
+// Archives made by GNU tar itself, in each of its formats: the reader must agree with the
+// reference implementation, not only with TarWriter.
+TEST(TarArchive, ReadsArchivesMadeByGnuTar) {
+  if (std::system("tar --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no 'tar' program on this machine";
+  TempDir dir;
+  // 153 bytes: a long-name record in the gnu and pax formats, the prefix field in ustar.
+  const std::string deep = "d/" + std::string(90, 'n') + "/" + std::string(60, 'f');
+  std::filesystem::create_directories(dir.path() / "src" / std::filesystem::path(deep).parent_path());
+  test::write_bytes(dir.file("src/" + deep), bytes_of(std::string(1500, 'k')));
+  test::write_bytes(dir.file("src/d/small.bin"), bytes_of("tiny"));
+  // A 110-byte file name cannot be split into prefix + name: gnu writes an 'L' record, pax an
+  // 'x' header with a path; ustar cannot store it, so its archive leaves e/ out.
+  const std::string wide = "e/" + std::string(110, 'w');
+  std::filesystem::create_directories(dir.path() / "src" / "e");
+  test::write_bytes(dir.file("src/" + wide), bytes_of("wide"));
+  for (const std::string format : {"gnu", "pax", "ustar"}) {
+    for (const bool gz : {false, true}) {
+      const std::string out = dir.file("x_" + format + (gz ? ".tar.gz" : ".tar"));
+      const std::string cmd = "tar -C " + dir.file("src") + " --format=" + format + (gz ? " -czf " : " -cf ") + out +
+                              " --sort=name d" + (format == "ustar" ? "" : " e");
+      ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+      std::map<std::string, std::vector<uint8_t>> files;
+      TarReader r(out);
+      EXPECT_EQ(r.gzip(), gz);
+      TarMember m;
+      while (r.next(m)) {
+        if (m.regular_file()) files[m.path] = r.read_data();
+      }
+      ASSERT_EQ(files.size(), format == "ustar" ? 2u : 3u) << out;
+      if (format != "ustar") {
+        EXPECT_EQ(files.at(wide), bytes_of("wide")) << out;
+      }
+      EXPECT_EQ(files.at(deep), bytes_of(std::string(1500, 'k'))) << out;
+      EXPECT_EQ(files.at("d/small.bin"), bytes_of("tiny")) << out;
+    }
+  }
 }
 
 TEST(TarArchive, MissingFileIsIoError) {
