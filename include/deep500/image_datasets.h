@@ -23,7 +23,9 @@ struct ImageTarIndex {
 };
 
 // Scans the tar. Members ending in .jpeg / .jpg (any case) are samples; their class is the
-// directory directly containing them; other members are ignored. FormatError for a JPEG outside
+// directory directly containing them. A member ending in .tar is read as a nested tar whose JPEGs
+// are all of the class named by its stem (the layout of ILSVRC2012_img_train.tar: n01440764.tar,
+// ...). Other members are ignored. FormatError for a JPEG outside
 // any directory, a damaged tar, or a tar without JPEGs; InvalidArgument for a gzip-compressed tar.
 ImageTarIndex build_image_tar_index(const std::string& tar_path);
 

@@ -26,6 +26,10 @@ class TarReader {
  public:
   // Gzip is detected by its magic bytes. IoError when the file cannot be opened.
   explicit TarReader(const std::string& path);
+  // A tar stored as a member of a plain (uncompressed) tar: the `length` bytes at `offset` of
+  // `path`. Offsets stay those of the enclosing file; reading past the range is a FormatError.
+  // `name` (the member's path) appears in messages.
+  TarReader(const std::string& path, uint64_t offset, uint64_t length, const std::string& name);
   ~TarReader();
   TarReader(const TarReader&) = delete;
   TarReader& operator=(const TarReader&) = delete;
@@ -37,7 +41,7 @@ class TarReader {
   // The current member's data; each member's data can be read once, before the next next().
   std::vector<uint8_t> read_data();
   bool gzip() const;
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return path_; }  // as messages name it
 
  private:
   struct Source;
@@ -47,6 +51,7 @@ class TarReader {
   std::string path_;
   std::unique_ptr<Source> src_;
   uint64_t pos_ = 0;              // current position in the uncompressed stream
+  uint64_t limit_ = UINT64_MAX;   // end of the readable range (a nested tar's member)
   uint64_t pending_data_ = 0;     // unread data + padding bytes of the current member
   uint64_t current_size_ = 0;
   bool data_read_ = true;

@@ -39,10 +39,11 @@ FileStamp stamp(const std::string& path) {
   return {static_cast<uint64_t>(st.st_size), int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
 }
 
-bool is_jpeg_name(const std::string& path) {
+// Case-insensitive; `exts` in lower case.
+bool has_extension(const std::string& path, std::initializer_list<const char*> exts) {
   std::string ext = fs::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return ext == ".jpeg" || ext == ".jpg";
+  return std::any_of(exts.begin(), exts.end(), [&](const char* e) { return ext == e; });
 }
 
 template <typename T>
@@ -93,7 +94,21 @@ ImageTarIndex build_image_tar_index(const std::string& tar_path) {
   std::set<std::string> classes;
   TarMember m;
   while (reader.next(m)) {
-    if (!m.regular_file() || !is_jpeg_name(m.path)) continue;
+    if (!m.regular_file()) continue;
+    if (has_extension(m.path, {".tar"})) {
+      // ILSVRC2012_img_train.tar layout: one uncompressed tar per class, named after it. Its
+      // members lie inside the outer file, so they are indexed with their absolute offsets.
+      const std::string cls = fs::path(m.path).stem().string();
+      TarReader nested(tar_path, m.data_offset, m.size, m.path);
+      TarMember inner;
+      while (nested.next(inner)) {
+        if (!inner.regular_file() || !has_extension(inner.path, {".jpeg", ".jpg"})) continue;
+        classes.insert(cls);
+        members.push_back({m.path + "/" + inner.path, cls, inner.data_offset, inner.size});
+      }
+      continue;
+    }
+    if (!has_extension(m.path, {".jpeg", ".jpg"})) continue;
     const fs::path p(m.path);
     const std::string cls = p.parent_path().filename().string();
     D5_CHECK(!cls.empty(), FormatError,

@@ -90,11 +90,24 @@ TarReader::TarReader(const std::string& path) : path_(path), src_(std::make_uniq
   gzbuffer(src_->gz, 1 << 17);
 }
 
+TarReader::TarReader(const std::string& path, uint64_t offset, uint64_t length, const std::string& name)
+    : TarReader(path) {
+  D5_CHECK_ARG(!src_->gzip, "'{}': a nested tar can only be read from an uncompressed tar", path);
+  path_ = path + ":" + name;
+  if (gzseek(src_->gz, static_cast<z_off_t>(offset), SEEK_SET) < 0) {
+    D5_THROW(FormatError, "tar archive '{}': cannot seek to offset {}", path_, offset);
+  }
+  pos_ = offset;
+  limit_ = offset + length;
+}
+
 TarReader::~TarReader() = default;
 
 bool TarReader::gzip() const { return src_->gzip; }
 
 void TarReader::read_exact(void* dst, uint64_t n, const char* what) {
+  D5_CHECK(n <= limit_ - pos_, FormatError, "tar archive '{}' is truncated: {} at offset {} runs past its end at {}",
+           path_, what, pos_, limit_);
   auto* out = static_cast<uint8_t*>(dst);
   uint64_t done = 0;
   while (done < n) {
@@ -143,7 +156,7 @@ bool TarReader::next(TarMember& m) {
   uint8_t h[kBlock];
   for (;;) {
     const uint64_t header_offset = pos_;
-    const int first = gzread(src_->gz, h, 1);
+    const int first = pos_ < limit_ ? gzread(src_->gz, h, 1) : 0;
     if (first <= 0) {
       D5_THROW(FormatError,
                "tar archive '{}' ends at offset {} without its end-of-archive marker (truncated download or copy?)",

@@ -160,6 +160,55 @@ TEST(ImageTar, TruncatedTarIsFormatError) {
   D5_EXPECT_FORMAT_ERROR(open_dataset(spec(tar)), "train.tar", "offset");
 }
 
+// ILSVRC2012_img_train.tar: an outer tar of per-class tars of JPEGs.
+TEST(ImageTar, TarOfClassTars) {
+  D5_REQUIRE_JPEG();
+  TempDir dir;
+  std::vector<std::vector<uint8_t>> jpegs;
+  {
+    TarWriter outer(dir.file("train.tar"));
+    int seed = 0;
+    for (const std::string cls : {"n09", "n07"}) {
+      {
+        TarWriter inner(dir.file(cls + ".tar"));
+        for (int i = 0; i < 3; ++i) {
+          jpegs.push_back(encode_jpeg(test::gradient_image(30, 20 + i, seed++), 90));
+          inner.add_file(cls + "_" + std::to_string(i) + ".JPEG", jpegs.back());
+        }
+      }
+      outer.add_file(cls + ".tar", test::read_bytes(dir.file(cls + ".tar")));
+    }
+  }
+  const ImageTarIndex index = build_image_tar_index(dir.file("train.tar"));
+  EXPECT_EQ(index.classes, (std::vector<std::string>{"n07", "n09"}));
+  ASSERT_EQ(index.entries.size(), 6u);
+  EXPECT_EQ(index.entries[0].path, "n09.tar/n09_0.JPEG");
+  EXPECT_EQ(index.entries[0].label, 1);
+  EXPECT_EQ(index.entries[4].label, 0);
+  const auto raw = test::read_bytes(dir.file("train.tar"));
+  for (size_t i = 0; i < 6; ++i) {
+    const auto& e = index.entries[i];
+    EXPECT_EQ(std::vector<uint8_t>(raw.begin() + static_cast<long>(e.offset),
+                                   raw.begin() + static_cast<long>(e.offset + e.size)),
+              jpegs[i]);
+  }
+  auto ds = open_dataset(spec(dir.file("train.tar"), {{"resize", "20"}, {"crop", "16"}}));
+  std::vector<float> want(3 * 16 * 16);
+  decode_jpeg_into(jpegs[4], "ref", ImagePreprocess{20, 16, false}, want.data());
+  const Batch b = ds->fetch(std::vector<int64_t>{4});
+  EXPECT_EQ(std::memcmp(b.at(kDataInput).data(), want.data(), want.size() * sizeof(float)), 0);
+  EXPECT_EQ(b.at(kDataLabels).data_as<int64_t>()[0], 0);
+
+  // A class tar cut short (no end-of-archive marker) is a FormatError naming it.
+  auto inner = test::read_bytes(dir.file("n07.tar"));
+  inner.resize(inner.size() - 1024);
+  {
+    TarWriter outer(dir.file("bad.tar"));
+    outer.add_file("n07.tar", inner);
+  }
+  D5_EXPECT_FORMAT_ERROR(build_image_tar_index(dir.file("bad.tar")), "bad.tar:n07.tar", "offset");
+}
+
 TEST(ImageTar, IndexSerializationRoundTrip) {
   ImageTarIndex index;
   index.tar_size = 1 << 20;
