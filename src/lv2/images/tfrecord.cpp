@@ -205,7 +205,10 @@ std::vector<TfRecordLocation> scan_tfrecord_file(const std::string& path) {
       D5_CHECK(got == 12, FormatError, "TFRecord file '{}' is truncated: record header at offset {} has {} of 12 bytes",
                path, offset, got);
       const uint64_t length = le64(head);
-      D5_CHECK(le32(head + 8) == mask(crc32c({head, 8})), FormatError,
+      const bool crc_ok = le32(head + 8) == mask(crc32c({head, 8}));
+      D5_CHECK(crc_ok || offset != 0 || head[0] != 0x1f || head[1] != 0x8b, FormatError,
+               "TFRecord file '{}' is gzip-compressed (written with compression GZIP): gunzip it first", path);
+      D5_CHECK(crc_ok, FormatError,
                "TFRecord file '{}': the length CRC of the record at offset {} does not match (corrupt file)", path,
                offset);
       D5_CHECK(length <= size - offset - 12 && size - offset - 12 - length >= 4, FormatError,

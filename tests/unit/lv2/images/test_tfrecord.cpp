@@ -112,6 +112,11 @@ TEST(TfRecord, FramingRoundTripAndCorruptionDetection) {
                          "offset " + std::to_string(locs[2].offset), "truncated");
   test::write_bytes(dir.file("cut2.tfrecord"), std::vector<uint8_t>(raw.begin(), raw.begin() + 5));
   D5_EXPECT_FORMAT_ERROR(scan_tfrecord_file(dir.file("cut2.tfrecord")), "cut2.tfrecord", "offset 0");
+  // A compressed file is named as such, not as a CRC mismatch.
+  std::vector<uint8_t> gz = {0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0x03};  // a gzip member header
+  gz.resize(64, 0x55);
+  test::write_bytes(dir.file("z.tfrecord"), gz);
+  D5_EXPECT_FORMAT_ERROR(scan_tfrecord_file(dir.file("z.tfrecord")), "z.tfrecord", "gzip");
 }
 
 // ImageNet-style records: labels 1..classes. Returns the JPEGs.
