@@ -113,8 +113,9 @@ TEST(TfRecord, FramingRoundTripAndCorruptionDetection) {
   test::write_bytes(dir.file("cut2.tfrecord"), std::vector<uint8_t>(raw.begin(), raw.begin() + 5));
   D5_EXPECT_FORMAT_ERROR(scan_tfrecord_file(dir.file("cut2.tfrecord")), "cut2.tfrecord", "offset 0");
   // A compressed file is named as such, not as a CRC mismatch.
-  std::vector<uint8_t> gz = {0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0x03};  // a gzip member header
-  gz.resize(64, 0x55);
+  std::vector<uint8_t> gz(64, 0x55);
+  const uint8_t gzip_header[] = {0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0x03};
+  std::copy(std::begin(gzip_header), std::end(gzip_header), gz.begin());
   test::write_bytes(dir.file("z.tfrecord"), gz);
   D5_EXPECT_FORMAT_ERROR(scan_tfrecord_file(dir.file("z.tfrecord")), "z.tfrecord", "gzip");
 }
