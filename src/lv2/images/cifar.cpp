@@ -1,6 +1,7 @@
 // CIFAR-10 / CIFAR-100 binary version (https://www.cs.toronto.edu/~kriz/cifar.html): fixed-size
 // records of label byte(s) + 3072 bytes (1024 red, 1024 green, 1024 blue, rows of 32), read from
 // the official .tar.gz (decompressed once into memory) or from the extracted .bin files.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 

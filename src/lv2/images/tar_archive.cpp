@@ -158,9 +158,11 @@ bool TarReader::next(TarMember& m) {
     const uint64_t header_offset = pos_;
     const int first = pos_ < limit_ ? gzread(src_->gz, h, 1) : 0;
     if (first <= 0) {
+      int code = Z_OK;
+      const char* msg = first < 0 || src_->gzip ? gzerror(src_->gz, &code) : nullptr;
       D5_THROW(FormatError,
-               "tar archive '{}' ends at offset {} without its end-of-archive marker (truncated download or copy?)",
-               path_, pos_);
+               "tar archive '{}' ends at offset {} without its end-of-archive marker (truncated download or copy?){}",
+               path_, pos_, code != Z_OK && msg ? fmt::format(" ({})", msg) : std::string());
     }
     pos_ += 1;
     read_exact(h + 1, kBlock - 1, "header");
