@@ -1,0 +1,69 @@
+#pragma once
+// Pieces the image dataset formats share: option checking, the preprocessing options, and the
+// worker pool that decodes a batch's images in parallel.
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <initializer_list>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "deep500/dataset.h"
+#include "deep500/jpeg.h"
+
+namespace d5::images {
+
+// InvalidArgument listing the known options when spec.options has another one.
+void check_options(const DatasetSpec& spec, std::initializer_list<const char*> known);
+// The option as an integer in [lo, hi], or `fallback` when absent; InvalidArgument otherwise.
+int64_t int_option(const DatasetSpec& spec, const std::string& key, int64_t fallback, int64_t lo, int64_t hi);
+std::string str_option(const DatasetSpec& spec, const std::string& key, const std::string& fallback);
+// "train" or "test"; InvalidArgument otherwise.
+void check_split(const DatasetSpec& spec);
+
+// Options resize, crop, normalize (none|imagenet).
+ImagePreprocess preprocess_options(const DatasetSpec& spec);
+// Option threads (default: hardware threads).
+int thread_option(const DatasetSpec& spec);
+
+class WorkerPool;
+// "input" f32 [3, crop, crop] and "labels" i64.
+std::map<std::string, TensorDesc> image_sample_descs(const ImagePreprocess& p);
+// A batch of n images assembled on the pool: load(i, out) writes sample i (the i-th of the
+// batch) to out[3 * crop * crop] and returns its label.
+Batch decode_batch(WorkerPool& pool, const ImagePreprocess& p, int64_t n,
+                   const std::function<int64_t(int64_t, float*)>& load);
+
+// A fixed set of threads running one parallel loop at a time (concurrent callers take turns);
+// the calling thread works too, so threads == 1 runs inline.
+class WorkerPool {
+ public:
+  explicit WorkerPool(int threads);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  // fn(i) for every i in [0, n); the first exception thrown is rethrown after all stop.
+  void parallel_for(int64_t n, const std::function<void(int64_t)>& fn);
+
+ private:
+  void work();
+  void drain();
+
+  std::vector<std::thread> workers_;
+  std::mutex call_mutex_;  // one loop at a time
+  std::mutex mutex_;
+  std::condition_variable start_cv_, done_cv_;
+  const std::function<void(int64_t)>* fn_ = nullptr;
+  int64_t n_ = 0, next_ = 0;
+  int busy_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace d5::images
