@@ -12,6 +12,12 @@
 #include "optim_internal.h"
 
 namespace d5::optim {
+
+// y = y + a * x rounded once, as ATen's add_(x, alpha).
+D5_OPTIM_KERNEL void axpy_kernel(int64_t n, float* __restrict y, const float* __restrict x, float a) {
+  for (int64_t i = 0; i < n; ++i) y[i] = madd(y[i], x[i], a);
+}
+
 namespace {
 
 using Vec = std::vector<float>;
@@ -31,9 +37,8 @@ double abs_sum(const Vec& a) {
   for (float v : a) s += std::abs(v);
   return static_cast<float>(s);
 }
-void axpy(Vec& y, const Vec& x, double alpha) {  // y += alpha * x, alpha rounded like a float Scalar
-  const float a = static_cast<float>(alpha);
-  for (size_t i = 0; i < y.size(); ++i) y[i] = y[i] + a * x[i];
+void axpy(Vec& y, const Vec& x, double alpha) {  // y.add_(x, alpha): alpha rounded like a float Scalar
+  axpy_kernel(static_cast<int64_t>(y.size()), y.data(), x.data(), static_cast<float>(alpha));
 }
 
 Tensor vec_tensor(const Vec& v) {
@@ -101,8 +106,7 @@ class Lbfgs final : public Optimizer {
       size_t off = 0;
       for (const auto& [p, g] : params) {
         Tensor value = net.fetch_tensor(p);
-        float* x = value.data_as<float>();
-        for (int64_t i = 0; i < value.numel(); ++i) x[i] = x[i] + a * d[off + static_cast<size_t>(i)];
+        axpy_kernel(value.numel(), value.data_as<float>(), d.data() + off, a);
         off += static_cast<size_t>(value.numel());
       }
     };

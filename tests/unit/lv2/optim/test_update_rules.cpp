@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "deep500/backend.h"
+#include "deep500/op_registry.h"
 #include "deep500/optimizer.h"
 #include "optim_test_nets.h"
 
@@ -69,7 +69,7 @@ const std::vector<RuleCase> kCases = {
 class UpdateRule : public testing::TestWithParam<RuleCase> {};
 
 TEST_P(UpdateRule, MatchesHandComputedSteps) {
-  register_builtin_backends();
+  register_builtin_operators();
   const RuleCase& c = GetParam();
   Network net = test::linear_loss_net(Tensor::from_values<float>({3}, {1.0f, -2.0f, 0.5f}));
   auto exec = make_executor(net, "reference");
@@ -93,7 +93,7 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, UpdateRule, testing::ValuesIn(kCases),
 TEST(Lbfgs, SolvesAnIsotropicQuadraticInTwoIterations) {
   // loss = |w - x|^2: the first iteration moves by t = 1/|g|_1 along -g; the (s, y) pair it leaves
   // gives H_diag = s.y / y.y = 1/2, the exact inverse Hessian, so the second lands on x.
-  register_builtin_backends();
+  register_builtin_operators();
   Network net = test::quadratic_loss_net(Tensor::from_values<float>({3}, {1.0f, -2.0f, 0.5f}));
   auto exec = make_executor(net, "reference");
   auto opt = make_optimizer("lbfgs");
@@ -105,7 +105,7 @@ TEST(Lbfgs, SolvesAnIsotropicQuadraticInTwoIterations) {
 }
 
 TEST(Hyperparameters, DefaultsEqualTorchOptim) {
-  register_builtin_backends();
+  register_builtin_operators();
   EXPECT_EQ(make_optimizer("sgd")->learning_rate(), 1e-3);
   EXPECT_EQ(make_optimizer("adam")->hyperparameter("beta2"), 0.999);
   EXPECT_EQ(make_optimizer("adam")->hyperparameter("eps"), 1e-8);
@@ -117,7 +117,7 @@ TEST(Hyperparameters, DefaultsEqualTorchOptim) {
 }
 
 TEST(Hyperparameters, UnknownAndInvalidOverridesAreRefused) {
-  register_builtin_backends();
+  register_builtin_operators();
   try {
     make_optimizer("adam", {{"betas", 0.9}});
     FAIL() << "an unknown hyperparameter was accepted";
@@ -132,7 +132,7 @@ TEST(Hyperparameters, UnknownAndInvalidOverridesAreRefused) {
 }
 
 TEST(UpdateRules, RefuseNonFloat32Parameters) {
-  register_builtin_backends();
+  register_builtin_operators();
   Network net = test::linear_loss_net(Tensor::from_values<double>({2}, {1.0, 2.0}));
   auto exec = make_executor(net, "reference");
   auto opt = make_optimizer("adam");
@@ -142,7 +142,7 @@ TEST(UpdateRules, RefuseNonFloat32Parameters) {
 // Executors store a zero gradient for a parameter the loss does not depend on, so it gets the
 // update for a zero gradient: unchanged without weight decay, decayed with it.
 TEST(UpdateRules, ParameterTheLossIgnoresGetsTheZeroGradientUpdate) {
-  register_builtin_backends();
+  register_builtin_operators();
   Network net = test::linear_loss_net(Tensor::from_values<float>({2}, {1.0f, 2.0f}));
   net.feed_tensor("unused", Tensor::from_values<float>({2}, {3.0f, 4.0f}), true);
   auto exec = make_executor(net, "reference");
