@@ -26,6 +26,7 @@ bool have_torch() {
 struct TwinCase {
   std::string optimizer;
   Hyperparameters hyper;
+  std::string label = "";  // the case's name when one optimizer has several
 };
 
 class Twin : public testing::TestWithParam<TwinCase> {};
@@ -70,8 +71,11 @@ INSTANTIATE_TEST_SUITE_P(
                     TwinCase{"nesterov", {{"lr", 0.05}}}, TwinCase{"adam", {{"lr", 1e-2}, {"weight_decay", 1e-3}}},
                     TwinCase{"adamw", {{"lr", 1e-2}}}, TwinCase{"adagrad", {{"lr", 0.05}, {"lr_decay", 0.01}}},
                     TwinCase{"rmsprop", {{"lr", 1e-3}, {"momentum", 0.5}, {"centered", 1}}},
-                    TwinCase{"lbfgs", {{"lr", 0.5}, {"max_iter", 4}}}),
-    [](const testing::TestParamInfo<TwinCase>& i) { return i.param.optimizer; });
+                    TwinCase{"lbfgs", {{"lr", 0.5}, {"max_iter", 4}}},
+                    TwinCase{"lbfgs", {{"max_iter", 4}, {"line_search", 1}}, "lbfgs_strong_wolfe"}),
+    [](const testing::TestParamInfo<TwinCase>& i) {
+      return i.param.label.empty() ? i.param.optimizer : i.param.label;
+    });
 
 TEST(Twin, StateRoundTripsThroughTheTorchArchive) {
   if (!have_torch()) GTEST_SKIP() << "this build has no torch backend, so no torch::optim twins";

@@ -104,6 +104,24 @@ TEST(Lbfgs, SolvesAnIsotropicQuadraticInTwoIterations) {
   EXPECT_EQ(opt->hyperparameter("history_size"), 100);
 }
 
+TEST(Lbfgs, StrongWolfeLineSearchExtrapolatesUntilTheCurvatureConditionHolds) {
+  // loss = |w - x|^2 from w0 = (10, -20, 5), x = (0.25, 0.5, -1): g = 2 (w0 - x), |g|_1 = 72.5, and
+  // along d = -g the directional derivative at step t is (1 - 2t) g.d. The first trial
+  // t0 = 1/72.5 leaves it at 0.97 of the start (> c2 = 0.9), so the search extrapolates; the
+  // cubic's minimizer t = 0.5 is clamped to 10 t0, where the derivative is 0.72 of the start:
+  // accepted. Then w = w0 - 10 t0 g = w0 - (20 / 72.5) (w0 - x).
+  register_builtin_operators();
+  const std::vector<double> w0 = {10, -20, 5}, x = {0.25, 0.5, -1};
+  Network net = test::quadratic_loss_net(Tensor::from_values<float>({3}, {10.0f, -20.0f, 5.0f}));
+  auto exec = make_executor(net, "reference");
+  auto opt = make_optimizer("lbfgs", {{"line_search", 1}, {"max_iter", 1}});
+  opt->step(*exec, {{"x", Tensor::from_values<float>({3}, {0.25f, 0.5f, -1.0f})}}, "loss");
+  const Tensor w = net.fetch_tensor("w");
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(w.get(static_cast<int64_t>(i)), w0[i] - 20 / 72.5 * (w0[i] - x[i]), 1e-5) << i;
+  }
+}
+
 TEST(Hyperparameters, DefaultsEqualTorchOptim) {
   register_builtin_operators();
   EXPECT_EQ(make_optimizer("sgd")->learning_rate(), 1e-3);
