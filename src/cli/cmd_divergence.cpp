@@ -92,7 +92,14 @@ int run_divergence(const DivergenceOpts& o, const GlobalOptions& g) {
   ExperimentSettings settings = settings_from(g);
   DivergenceOptions d;
   d.optimizer = o.optimizer;
-  d.twin = o.twin.empty() ? "torch-" + o.optimizer : o.twin;
+  d.twin = o.twin;
+  if (d.twin.empty()) {
+    d.twin = "torch-" + o.optimizer;
+    bool known = false;
+    for (const auto& [name, what] : optimizer_names()) known = known || name == d.twin;
+    D5_CHECK_ARG(known, "optimizer '{}' has no native twin '{}': name the second optimizer with --twin", o.optimizer,
+                 d.twin);
+  }
   d.hyper = parse_hyper(o.hyper);
   if (o.lr >= 0) d.hyper["lr"] = o.lr;
   d.steps = o.steps;
