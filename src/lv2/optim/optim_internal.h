@@ -1,0 +1,114 @@
+#pragma once
+// Pieces the reference optimizers share: per-parameter state buffers, scalar state entries,
+// float32 checks and the element loop (vectorized chunks, OpenMP across chunks for large tensors).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "deep500/error.h"
+#include "deep500/optimizer.h"
+
+namespace d5::optim {
+
+Tensor scalar_tensor(double v);
+// The scalar under `key`; InvalidArgument naming the optimizer and key when absent or not a scalar.
+double scalar_of(const OptimizerState& state, const std::string& key, const std::string& optimizer);
+
+// The tensor under `key`; InvalidArgument naming the optimizer and key when absent.
+const Tensor& state_entry(const OptimizerState& state, const std::string& key, const std::string& optimizer);
+
+// InvalidArgument unless grad and param are float32 tensors of one shape on the host.
+void check_f32(const std::string& optimizer, const std::string& param, const Tensor& grad, const Tensor& param_value);
+
+// A piece of an optimizer's state that saves itself under its own key prefix.
+class StatePart {
+ public:
+  virtual ~StatePart() = default;
+  virtual void save(OptimizerState& s) const = 0;
+  virtual void load(const OptimizerState& s) = 0;
+};
+
+// An optimizer whose state is the base's plus the parts it lists in parts_.
+template <typename Base>
+class WithStateParts : public Base {
+ public:
+  OptimizerState state() const override {
+    OptimizerState s = Base::state();
+    for (const StatePart* p : parts_) p->save(s);
+    return s;
+  }
+  void load_state(const OptimizerState& s) override {
+    Base::load_state(s);
+    for (StatePart* p : parts_) p->load(s);
+  }
+
+ protected:
+  using Base::Base;
+  std::vector<StatePart*> parts_;
+};
+
+// One named buffer per parameter (momentum, exp_avg, ...), created on first use, saved in the
+// state as "<buffer>/<param>".
+class Buffers final : public StatePart {
+ public:
+  explicit Buffers(std::string name) : name_(std::move(name)) {}
+  bool has(const std::string& param) const { return m_.count(param) != 0; }
+  // The buffer for `param`, created like `like` and filled with `init` when new.
+  float* get(const std::string& param, const Tensor& like, double init = 0);
+  void save(OptimizerState& s) const override;
+  void load(const OptimizerState& s) override;
+
+ private:
+  std::string name_;
+  std::map<std::string, Tensor> m_;
+};
+
+// Per-parameter scalars (step counts, AcceleGrad's sums), saved as "<name>/<param>".
+class Scalars final : public StatePart {
+ public:
+  explicit Scalars(std::string name) : name_(std::move(name)) {}
+  double& operator[](const std::string& param) { return m_[param]; }
+  bool has(const std::string& param) const { return m_.count(param) != 0; }
+  void save(OptimizerState& s) const override;
+  void load(const OptimizerState& s) override;
+
+ private:
+  std::string name_;
+  std::map<std::string, double> m_;
+};
+
+// Runs body(begin, end) over [0, n) in chunks; chunks run on OpenMP threads when n is large
+// enough to pay for the fork. Each body is a plain loop the compiler vectorizes.
+inline constexpr int64_t kChunk = 1 << 15;
+template <typename Body>
+void for_chunks(int64_t n, const Body& body) {
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 2)
+  for (int64_t c = 0; c < chunks; ++c) body(c * kChunk, std::min(n, (c + 1) * kChunk));
+}
+
+// Element kernels are compiled twice, for x86-64-v3 (AVX2 + FMA) and the baseline, and the loader
+// picks one per CPU. They round as ATen's float kernels do, so that updates match torch::optim's
+// bit for bit where the operation order allows: ATen's add(self, other, alpha) is one fused
+// multiply-add (madd below), while addcmul/addcdiv/mul are separate roundings.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define D5_OPTIM_KERNEL __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define D5_OPTIM_KERNEL
+#endif
+// self + alpha * other, rounded once.
+inline float madd(float self, float other, float alpha) { return std::fma(other, alpha, self); }
+
+// Factories of the reference optimizers, registered by register_builtin_optimizers().
+std::unique_ptr<Optimizer> make_sgd(const Hyperparameters& h, const std::string& variant);  // sgd|momentum|nesterov
+std::unique_ptr<Optimizer> make_adam(const Hyperparameters& h, bool decoupled);
+std::unique_ptr<Optimizer> make_adagrad(const Hyperparameters& h);
+std::unique_ptr<Optimizer> make_rmsprop(const Hyperparameters& h);
+std::unique_ptr<Optimizer> make_accelegrad(const Hyperparameters& h);
+std::unique_ptr<Optimizer> make_lbfgs(const Hyperparameters& h);
+
+}  // namespace d5::optim
