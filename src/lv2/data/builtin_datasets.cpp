@@ -2,6 +2,7 @@
 // register themselves in register_image_datasets().
 #include "deep500/dataset.h"
 #include "deep500/dataset_formats.h"
+#include "../images/register_images.h"
 
 namespace d5 {
 
@@ -18,6 +19,7 @@ void register_builtin_datasets() {
     register_dataset("synthetic-learnable",
                      "Seeded class prototypes plus Gaussian noise (noise=): learnable to high accuracy quickly",
                      [](const DatasetSpec& s) { return open_synthetic_dataset(s, true); });
+    register_image_datasets();
     return true;
   }();
   (void)once;
