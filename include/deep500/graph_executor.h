@@ -99,6 +99,10 @@ struct ExecutorOptions {
   bool deterministic = false;
   // Scratch memory each operator may use per call (OpSpec::workspace_limit); -1: no limit.
   int64_t workspace_limit = -1;
+  // Op type -> the implementation that must run each of its nodes ("Conv" ->
+  // "reference:batched-im2col"): no fallback for those nodes (implementation_pins.h). Executors
+  // that do not run registry operators (torch) refuse pins.
+  std::map<std::string, std::string> pins;
 };
 
 using ExecutorFactory = std::function<std::unique_ptr<GraphExecutor>(Network&, const ExecutorOptions&)>;

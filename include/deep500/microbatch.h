@@ -15,6 +15,7 @@
 // apply_microbatches rewrites each planned Conv as Split (along the batch) -> one Conv per
 // micro-batch -> Concat; outputs are unchanged.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct MicrobatchOptions {
   std::string policy = "powers-of-two";
   double seconds_per_size = 0.2;  // measurement budget per candidate size
   int min_runs = 6;  // the fewest runs with a 95% CI of the median
+  // Candidates are timed with these implementations (implementation_pins.h): with Conv pinned to
+  // a fast algorithm, the plan finds the micro-batches that algorithm fits under the limit.
+  std::map<std::string, std::string> pins;
 };
 
 struct ConvTiming {

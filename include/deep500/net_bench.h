@@ -5,6 +5,7 @@
 // per-node time breakdown and FrameworkOverhead. The network comes from the caller, so ONNX
 // files, zoo models and hand-built networks are benchmarked alike.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct NetBenchOptions {
   RunSettings run;
   uint64_t seed = 0x5eed;  // synthetic feeds
   int64_t workspace_limit = -1;  // per-operator scratch memory for the executors (bytes); -1: none
+  std::map<std::string, std::string> pins;  // ExecutorOptions::pins
 };
 
 // One case per executor named "<network>/<backend>". Executors that are not registered are

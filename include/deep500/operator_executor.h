@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "deep500/graph_executor.h"
+#include "deep500/implementation_pins.h"
 #include "deep500/operator.h"
 
 namespace d5 {
@@ -33,7 +34,12 @@ struct OperatorExecutorOptions {
   // Scratch memory each operator may use per call (OpSpec::workspace_limit): implementations that
   // need more refuse, and a leaner one runs. -1: each implementation's own policy.
   int64_t workspace_limit = -1;
+  // Op type -> the implementation that must run it (implementation_pins.h).
+  ImplementationPins pins;
 };
+
+// The operator-executor options a registered executor factory receives as ExecutorOptions.
+OperatorExecutorOptions operator_executor_options(const ExecutorOptions& options);
 
 class OperatorExecutor : public GraphExecutor {
  public:

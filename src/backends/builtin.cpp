@@ -55,9 +55,7 @@ void register_builtin_backends() {
 namespace {
 void register_builtin_executors() {
   register_executor("reference", [](Network& network, const ExecutorOptions& o) -> std::unique_ptr<GraphExecutor> {
-    OperatorExecutorOptions options;
-    options.workspace_limit = o.workspace_limit;
-    return std::make_unique<ReferenceExecutor>(network, options);
+    return std::make_unique<ReferenceExecutor>(network, operator_executor_options(o));
   });
 #ifdef D5_HAVE_ONEDNN
   onednn::register_executor();

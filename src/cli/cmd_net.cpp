@@ -11,6 +11,7 @@
 #include "cli_common.h"
 #include "deep500/error.h"
 #include "deep500/executor_metrics.h"
+#include "deep500/implementation_pins.h"
 #include "deep500/manifest.h"
 #include "deep500/microbatch.h"
 #include "deep500/net_bench.h"
@@ -30,7 +31,8 @@ struct NetOpts {
   bool breakdown = false, overhead = false, no_validate = false;
   double max_time = 5;
   int min_runs = 10;
-  int64_t microbatch_limit = -1;
+  int64_t microbatch_limit = -1, workspace_limit = -1;
+  std::vector<std::string> pins;
 };
 
 // Plans and applies micro-batching (docs/microbatching.md); returns the plan as JSON and prints
@@ -38,6 +40,7 @@ struct NetOpts {
 nlohmann::json microbatch(Network& net, const NetOpts& o) {
   MicrobatchOptions mo;
   mo.workspace_limit = o.microbatch_limit;
+  mo.pins = parse_implementation_pins(o.pins);
   // Convolutions are timed on the first executor's backend: the one the plan is for.
   mo.backend = o.backends.empty() ? "reference" : o.backends.front();
   const MicrobatchPlan plan = plan_microbatches(net, mo);
@@ -111,6 +114,10 @@ int run_net(const NetOpts& o, const GlobalOptions& g) {
   bo.run.min_runs = o.min_runs;
   bo.seed = settings.stream("net/feeds").seed();
 
+  // Micro-batches are planned to fit the limit, so the executors then run under it too.
+  bo.workspace_limit = o.workspace_limit >= 0 ? o.workspace_limit : o.microbatch_limit;
+  bo.pins = parse_implementation_pins(o.pins);
+
   Results res;
   nlohmann::json microbatching;  // per batch size, when micro-batching
   std::string source, summary;
@@ -120,10 +127,7 @@ int run_net(const NetOpts& o, const GlobalOptions& g) {
     source = loaded.source;
     summary = loaded.network.summary();
     if (isatty(STDERR_FILENO)) std::cerr << "d5: " << summary << ", batch " << batch << "\n";
-    if (o.microbatch_limit >= 0) {
-      microbatching[std::to_string(batch)] = microbatch(loaded.network, o);
-      bo.workspace_limit = o.microbatch_limit;
-    }
+    if (o.microbatch_limit >= 0) microbatching[std::to_string(batch)] = microbatch(loaded.network, o);
     for (auto& c : bench_network(loaded.network, bo)) {
       // Several batch sizes: the batch is part of the case's name.
       if (o.batches.size() > 1) c.name = fmt::format("{}/batch={}/{}", loaded.network.name(), batch, c.backend);
@@ -164,6 +168,14 @@ Command register_net(CLI::App& app, const GlobalOptions& g) {
                   "Workspace limit per operator call (bytes): split convolutions into micro-batches that fit it, "
                   "timed and chosen by an exact DP (docs/microbatching.md)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--workspace-limit", o->workspace_limit,
+                  "Workspace limit per operator call (bytes) for the executors; implementations that need more "
+                  "refuse and a leaner one runs (default: --microbatch-limit, else each implementation's own)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--pin", o->pins,
+                  "OP=IMPLEMENTATION: run every node of OP with that implementation, no fallback (e.g. "
+                  "Conv=reference:batched-im2col; 'd5 ops list --why' names them); repeatable")
+      ->delimiter(',');
   cmd->add_flag("--breakdown", o->breakdown, "Time per node and per op type, both passes");
   cmd->add_flag("--overhead", o->overhead,
                 "Measure FrameworkOverhead: executor time / the same operators alone");

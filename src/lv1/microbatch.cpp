@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "deep500/error.h"
-#include "deep500/op_registry.h"
+#include "deep500/implementation_pins.h"
 #include "deep500/runner.h"
 #include "deep500/standard_metrics.h"
 #include "deep500/statistics.h"
@@ -39,7 +39,7 @@ std::optional<ConvTiming> time_conv(const OpSpec& full, int64_t b, const Microba
   spec.workspace_limit = o.workspace_limit;
   std::unique_ptr<Operator> op;
   try {
-    op = OpRegistry::global().create(spec, o.backend);
+    op = create_operator(spec, {o.backend}, o.pins).op;
   } catch (const Unimplemented& e) {
     *why = e.what();
     return std::nullopt;

@@ -69,6 +69,7 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
   try {
     ExecutorOptions eo;
     eo.workspace_limit = o.workspace_limit;
+    eo.pins = o.pins;
     ex = make_executor(net, backend, eo);
   } catch (const Unimplemented& e) {
     return finish(CaseState::Unimplemented, e.what());

@@ -52,21 +52,6 @@ void accumulate(Tensor& acc, const Tensor& g) {
   }
 }
 
-// Which backend of `backends` created the operator, given the refusals create_with_fallback
-// collected: each backend contributes one refusal per implementation it tried (one when it has
-// none), in order, and the accepting implementation contributes none.
-size_t creating_backend(const OpSpec& spec, const std::vector<std::string>& backends,
-                        const std::vector<Refusal>& refusals) {
-  size_t consumed = 0;
-  for (size_t b = 0; b < backends.size(); ++b) {
-    const size_t tried =
-        std::max<size_t>(1, OpRegistry::global().implementations(spec.type, backends[b]).size());
-    if (consumed + tried > refusals.size()) return b;
-    consumed += tried;
-  }
-  return backends.size() - 1;
-}
-
 std::string describe_refusals(const std::vector<Refusal>& refusals) {
   std::string s;
   for (const auto& r : refusals)
@@ -112,17 +97,17 @@ void OperatorExecutor::prepare() {
   for (const Node* node : net.topological_order()) {
     if (net.is_folded(node->name)) continue;
     NodeState s;
-    std::vector<Refusal> refusals;
     OpSpec spec = net.spec(node->name);
     spec.workspace_limit = options_.workspace_limit;
+    CreatedOperator created;
     try {
-      s.op = OpRegistry::global().create_with_fallback(spec, backends_, &refusals);
+      created = create_operator(spec, backends_, options_.pins);
     } catch (const Error& e) {
       rethrow_with_message(e, fmt::format("network '{}', executor '{}': {}", net.name(), name_, e.what()));
     }
-    const size_t b = creating_backend(spec, backends_, refusals);
-    s.backend = backends_[b];
-    if (b > 0) s.fallback = describe_refusals(refusals);
+    s.op = std::move(created.op);
+    s.backend = backends_[created.backend];
+    if (created.backend > 0) s.fallback = describe_refusals(created.refusals);
     s.grad_mask = s.op->differentiable_inputs();
     nodes_.emplace(node->name, std::move(s));
   }
@@ -452,6 +437,13 @@ TensorMap OperatorExecutor::run(const TensorMap& feeds, const std::string& loss)
   memory_.peak_rss_bytes = rss ? peak_rss_bytes() : -1;
   fire_after_executor(result);
   return result;
+}
+
+OperatorExecutorOptions operator_executor_options(const ExecutorOptions& options) {
+  OperatorExecutorOptions o;
+  o.workspace_limit = options.workspace_limit;
+  o.pins = options.pins;
+  return o;
 }
 
 }  // namespace d5

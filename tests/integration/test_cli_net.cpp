@@ -80,6 +80,40 @@ TEST(CliNet, MicrobatchLimitPlansEveryConvolutionWithinTheLimit) {
   EXPECT_NE(bad.err.find("Conv '"), std::string::npos) << bad.err;
 }
 
+// The paper's effect from the command line: LeNet-5 at batch 4 with Conv pinned to the batched
+// algorithm under the 150,000-byte cap above (2 images fit, 4 do not) cannot run as it is, and
+// runs micro-batched, still validated against the unconstrained reference executor.
+TEST(CliNet, PinnedConvolutionRunsUnderTheCapOnlyWithMicrobatching) {
+  const std::vector<std::string> common = {"net", "lenet5", "--batch", "4", "--backend", "reference", "--pin",
+                                           "Conv=reference:batched-im2col", "--max-time", "0.3", "--format", "json"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_d5(args);
+  };
+  const auto capped = with({"--workspace-limit", "150000"});
+  EXPECT_EQ(capped.exit_code, 3) << capped.err << capped.out;
+  const auto jc = nlohmann::json::parse(capped.out);
+  ASSERT_EQ(jc["cases"].size(), 1u);
+  EXPECT_EQ(jc["cases"][0]["state"], "UNIMPLEMENTED");
+  EXPECT_NE(jc["cases"][0]["detail"].get<std::string>().find("pinned implementation reference:batched-im2col refuses"),
+            std::string::npos)
+      << jc["cases"][0]["detail"];
+
+  const auto split = with({"--microbatch-limit", "150000"});
+  ASSERT_EQ(split.exit_code, 0) << split.err << split.out;
+  const auto js = nlohmann::json::parse(split.out);
+  ASSERT_EQ(js["cases"].size(), 1u);
+  EXPECT_EQ(js["cases"][0]["state"], "PASSED") << js["cases"][0]["detail"];
+  int convs = 0;
+  for (const auto& impl : js["cases"][0]["extra"]["implementations"]) {
+    if (impl.get<std::string>() == "reference:batched-im2col") ++convs;
+  }
+  // Both convolutions split (conv1 fits 2 images, conv2 3), each piece on the pinned algorithm.
+  EXPECT_GE(convs, 4);
+  EXPECT_NE(with({"--pin", "Conv=nothing"}).exit_code, 0);
+}
+
 TEST(CliNet, TrainStepWithBreakdownAndOverheadToAFile) {
   namespace fs = std::filesystem;
   const fs::path out = fs::temp_directory_path() / "d5-net-train.json";

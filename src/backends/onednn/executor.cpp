@@ -7,10 +7,9 @@ namespace d5::onednn {
 void register_executor() {
   d5::register_executor("onednn",
                         [](Network& network, const ExecutorOptions& o) -> std::unique_ptr<GraphExecutor> {
-                          OperatorExecutorOptions options;
-                          options.workspace_limit = o.workspace_limit;
                           return std::make_unique<OperatorExecutor>(
-                              network, "onednn", std::vector<std::string>{"onednn", "reference"}, options);
+                              network, "onednn", std::vector<std::string>{"onednn", "reference"},
+                              operator_executor_options(o));
                         });
 }
 

@@ -32,6 +32,11 @@ void register_backend() {
   register_runtime_library("libtorch", b.version);
   d5::register_backend(std::move(b));
   register_executor("torch", [](Network& net, const ExecutorOptions& options) -> std::unique_ptr<GraphExecutor> {
+    // Pins name registry implementations; this executor runs ATen kernels chosen by LibTorch.
+    if (!options.pins.empty())
+      throw Unimplemented(fmt::format("the torch executor runs LibTorch's own kernels and cannot pin {} to {}; "
+                                      "pin implementations on the reference or onednn executor",
+                                      options.pins.begin()->first, options.pins.begin()->second));
     return std::make_unique<TorchExecutor>(net, options);
   });
   // Custom operators registered on "torch" become autograd functions, usable in ATen graphs.

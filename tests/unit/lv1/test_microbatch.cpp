@@ -6,6 +6,7 @@
 #include "deep500/error.h"
 #include "deep500/microbatch.h"
 #include "deep500/network.h"
+#include "deep500/operator_executor.h"
 #include "deep500/op_registry.h"
 #include "deep500/rng.h"
 
@@ -148,6 +149,59 @@ TEST_F(Microbatch, LimitBelowOneImageIsAnErrorNamingTheNode) {
   }
   o.workspace_limit = -1;
   EXPECT_THROW(plan_microbatches(net, o), InvalidArgument);
+}
+
+// The paper's effect, literally: with the convolution pinned to the batched algorithm (as a cuDNN
+// user fixes an algorithm) and a workspace cap that fits 2 images but not 8, the untransformed
+// network cannot run at batch 8; micro-batched into pieces the cap admits, it runs and computes
+// exactly what the unconstrained network computes.
+TEST_F(Microbatch, PinnedFastAlgorithmRunsUnderTheCapOnlyWhenMicroBatched) {
+  Network net = conv_net();
+  const int64_t per_image = (16 * 9 + 32) * 144 * 4;
+  const Tensor x = random_f32(Shape{8, 16, 12, 12}, 5);
+  const Tensor expected = evaluate(net, x);
+
+  OperatorExecutorOptions capped;
+  capped.workspace_limit = 2 * per_image;
+  capped.pins = parse_implementation_pins({"Conv=reference:batched-im2col"});
+  try {
+    ReferenceExecutor refused(net, capped);
+    FAIL() << "the batched algorithm ran a batch of 8 under a cap for 2";
+  } catch (const Unimplemented& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("pinned implementation reference:batched-im2col refuses"), std::string::npos) << what;
+    EXPECT_NE(what.find("over the limit of " + std::to_string(2 * per_image)), std::string::npos) << what;
+  }
+
+  MicrobatchOptions o;
+  o.workspace_limit = capped.workspace_limit;
+  o.pins = capped.pins;
+  o.seconds_per_size = 0.02;
+  o.min_runs = 3;
+  const MicrobatchPlan plan = plan_microbatches(net, o);
+  ASSERT_EQ(plan.convs.size(), 1u);
+  // Only sizes the pinned algorithm fits were candidates: 1 and 2.
+  ASSERT_EQ(plan.convs[0].candidates.size(), 2u);
+  for (const auto& c : plan.convs[0].candidates) EXPECT_EQ(c.implementation, "reference:batched-im2col");
+  for (int64_t b : plan.convs[0].micro_batches) EXPECT_LE(b, 2);
+  EXPECT_EQ(apply_microbatches(net, plan), 1);
+
+  ReferenceExecutor ex(net, capped);
+  for (const auto& [node, impl] : ex.implementations()) {
+    if (net.node(node).op_type == "Conv") {
+      EXPECT_EQ(impl, "reference:batched-im2col") << node;
+    }
+  }
+  const TensorMap out = ex.inference({{"x", x}});
+  EXPECT_EQ(compare(out.at("y"), expected, 0, 0).max_abs_error, 0.0);
+}
+
+TEST_F(Microbatch, PinsNameRealImplementations) {
+  EXPECT_THROW(parse_implementation_pins({"Conv"}), InvalidArgument);
+  EXPECT_THROW(parse_implementation_pins({"Conv=reference:winograd"}), InvalidArgument);
+  EXPECT_THROW(parse_implementation_pins({"NoSuchOp=reference"}), InvalidArgument);
+  EXPECT_THROW(parse_implementation_pins({"Conv=reference", "Conv=reference:batched-im2col"}), InvalidArgument);
+  EXPECT_EQ(parse_implementation_pins({"Conv=reference"}).at("Conv"), "reference");
 }
 
 }  // namespace
