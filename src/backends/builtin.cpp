@@ -3,6 +3,7 @@
 #include "deep500/backend.h"
 #include "deep500/op_registry.h"
 #include "deep500/operator_executor.h"
+#include "deep500/optimizers.h"
 
 namespace d5 {
 namespace reference { void register_all(); }
@@ -29,6 +30,7 @@ namespace dist { void register_mpi_library(); }
 void register_builtin_backends() {
   static const bool once = [] {
     reference::register_all();
+    register_builtin_optimizers();  // first: backends replace the native twins' placeholders
 #ifdef D5_HAVE_TORCH
     torch_backend::register_backend();
 #endif

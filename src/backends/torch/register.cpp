@@ -14,6 +14,8 @@
 
 namespace d5::torch_backend {
 
+void register_optimizers();  // torch_optimizers.cpp
+
 void register_backend() {
   // LibTorch initializes its thread pools lazily and, on the way, sets the process-wide OpenMP
   // thread count to its own default (1 on some hosts), which would silently slow oneDNN and the
@@ -36,6 +38,7 @@ void register_backend() {
   register_custom_op_adapter("torch", [](std::unique_ptr<Operator> op) -> std::unique_ptr<Operator> {
     return std::make_unique<AutogradOp>(std::move(op));
   });
+  register_optimizers();
 }
 
 // The one list of torch operator families.

@@ -1,0 +1,78 @@
+#include "optim_internal.h"
+
+#include <fmt/format.h>
+
+namespace d5::optim {
+
+Tensor scalar_tensor(double v) {
+  Tensor t(DType::f64, Shape{});
+  t.set(0, v);
+  return t;
+}
+
+const Tensor& state_entry(const OptimizerState& state, const std::string& key, const std::string& optimizer) {
+  auto it = state.find(key);
+  D5_CHECK_ARG(it != state.end(), "optimizer '{}': the state has no '{}' (was it saved by another optimizer?)",
+               optimizer, key);
+  return it->second;
+}
+
+double scalar_of(const OptimizerState& state, const std::string& key, const std::string& optimizer) {
+  const Tensor& t = state_entry(state, key, optimizer);
+  D5_CHECK_ARG(t.numel() == 1, "optimizer '{}': state entry '{}' must be a scalar, it is {}", optimizer,
+               key, t.desc().to_string());
+  return t.get(0);
+}
+
+void check_f32(const std::string& optimizer, const std::string& param, const Tensor& grad, const Tensor& value) {
+  D5_CHECK_ARG(value.dtype() == DType::f32 && grad.dtype() == DType::f32,
+               "optimizer '{}' updates float32 parameters; '{}' is {} with a {} gradient (cast the network's "
+               "parameters to float32)",
+               optimizer, param, to_string(value.dtype()), to_string(grad.dtype()));
+  D5_CHECK_ARG(value.device().kind == DeviceKind::cpu && grad.device().kind == DeviceKind::cpu,
+               "optimizer '{}' runs on the host; parameter '{}' is on {}", optimizer, param,
+               value.device().to_string());
+}
+
+float* Buffers::get(const std::string& param, const Tensor& like, double init) {
+  auto it = m_.find(param);
+  if (it == m_.end()) {
+    Tensor t(TensorDesc{DType::f32, like.shape(), Layout::any});
+    if (init != 0) t.fill(init);
+    it = m_.emplace(param, std::move(t)).first;
+  }
+  D5_CHECK_ARG(it->second.shape() == like.shape(), "optimizer state '{}' of '{}' has shape {}, the parameter {}",
+               name_, param, it->second.shape().to_string(), like.shape().to_string());
+  return it->second.data_as<float>();
+}
+
+void Buffers::save(OptimizerState& s) const {
+  for (const auto& [p, t] : m_) s[name_ + "/" + p] = t.clone();
+}
+
+void Buffers::load(const OptimizerState& s) {
+  m_.clear();
+  const std::string prefix = name_ + "/";
+  for (const auto& [k, t] : s) {
+    if (k.rfind(prefix, 0) != 0) continue;
+    D5_CHECK_ARG(t.dtype() == DType::f32, "optimizer state '{}' must be float32, it is {}", k,
+                 t.desc().to_string());
+    m_[k.substr(prefix.size())] = t.clone();
+  }
+}
+
+void Scalars::save(OptimizerState& s) const {
+  for (const auto& [p, v] : m_) s[name_ + "/" + p] = scalar_tensor(v);
+}
+
+void Scalars::load(const OptimizerState& s) {
+  m_.clear();
+  const std::string prefix = name_ + "/";
+  for (const auto& [k, t] : s) {
+    if (k.rfind(prefix, 0) != 0) continue;
+    D5_CHECK_ARG(t.numel() == 1, "optimizer state '{}' must be a scalar, it is {}", k, t.desc().to_string());
+    m_[k.substr(prefix.size())] = t.get(0);
+  }
+}
+
+}  // namespace d5::optim
