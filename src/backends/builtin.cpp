@@ -1,6 +1,7 @@
 // Registers the backends this binary was built with. Which ones is decided at configure time
 // (D5_WITH_*), so there is no run-time if/else over backends anywhere else.
 #include "deep500/backend.h"
+#include "deep500/dataset.h"
 #include "deep500/op_registry.h"
 #include "deep500/operator_executor.h"
 #include "deep500/optimizers.h"
@@ -31,6 +32,7 @@ void register_builtin_backends() {
   static const bool once = [] {
     reference::register_all();
     register_builtin_optimizers();  // first: backends replace the native twins' placeholders
+    register_builtin_datasets();
 #ifdef D5_HAVE_TORCH
     torch_backend::register_backend();
 #endif

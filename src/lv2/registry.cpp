@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "deep500/dataset.h"
+#include "deep500/dataset_subset.h"
 #include "deep500/optimizer.h"
 
 namespace d5 {
@@ -66,8 +67,15 @@ int64_t Dataset::label(int64_t index) const {
 void register_dataset(const std::string& name, const std::string& description, DatasetFactory factory) {
   datasets().add(name, description, std::move(factory));
 }
+// range=BEGIN:END is taken here rather than by each format, so that every format has it.
 std::unique_ptr<Dataset> open_dataset(const DatasetSpec& spec) {
-  return datasets().find(spec.name, "dataset format")(spec);
+  auto range = spec.options.find("range");
+  if (range == spec.options.end()) return datasets().find(spec.name, "dataset format")(spec);
+  DatasetSpec base_spec = spec;
+  base_spec.options.erase("range");
+  std::shared_ptr<const Dataset> base = datasets().find(spec.name, "dataset format")(base_spec);
+  const IndexRange r = parse_index_range(range->second, base->size());
+  return std::make_unique<SubsetDataset>(std::move(base), r);
 }
 std::vector<std::pair<std::string, std::string>> dataset_formats() { return datasets().list(); }
 

@@ -1,0 +1,26 @@
+// The dataset formats shipped with deep500 (docs/datasets.md). The archive and image formats
+// register themselves in register_image_datasets().
+#include "deep500/dataset.h"
+#include "deep500/dataset_formats.h"
+
+namespace d5 {
+
+void register_builtin_datasets() {
+  static const bool once = [] {
+    register_dataset("mnist", "MNIST handwritten digits: IDX files (gzip'd or raw), 1x28x28 in [0,1], 10 classes",
+                     open_mnist_dataset);
+    register_dataset("fashion-mnist", "Fashion-MNIST clothing images: IDX files like MNIST, 1x28x28, 10 classes",
+                     open_mnist_dataset);
+    register_dataset("npy", "A directory with inputs.npy [N,...] and labels.npy [N] (NumPy format), inputs as f32",
+                     open_npy_dataset);
+    register_dataset("synthetic", "Seeded uniform random inputs of any shape (shape=, classes=, samples=)",
+                     [](const DatasetSpec& s) { return open_synthetic_dataset(s, false); });
+    register_dataset("synthetic-learnable",
+                     "Seeded class prototypes plus Gaussian noise (noise=): learnable to high accuracy quickly",
+                     [](const DatasetSpec& s) { return open_synthetic_dataset(s, true); });
+    return true;
+  }();
+  (void)once;
+}
+
+}  // namespace d5

@@ -1,0 +1,81 @@
+#include "dataset_options.h"
+
+#include <charconv>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "deep500/downloader.h"
+#include "deep500/error.h"
+
+namespace d5::data {
+
+DatasetOptions::DatasetOptions(const DatasetSpec& spec, std::string format, std::vector<std::string> known)
+    : spec_(spec), format_(std::move(format)), known_(known.begin(), known.end()) {}
+
+const std::string* DatasetOptions::find(const std::string& key) const {
+  D5_CHECK(known_.count(key), Internal, "format '{}' reads option '{}' it does not declare", format_, key);
+  auto it = spec_.options.find(key);
+  return it == spec_.options.end() ? nullptr : &it->second;
+}
+
+bool DatasetOptions::has(const std::string& key) const { return find(key) != nullptr; }
+
+std::string DatasetOptions::get_string(const std::string& key, const std::string& fallback) const {
+  const std::string* v = find(key);
+  return v ? *v : fallback;
+}
+
+int64_t DatasetOptions::get_int(const std::string& key, int64_t fallback, int64_t min_value) const {
+  const std::string* v = find(key);
+  if (!v) return fallback;
+  int64_t out = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+  D5_CHECK_ARG(ec == std::errc() && end == v->data() + v->size(),
+               "dataset '{}': option {}='{}' is not an integer", format_, key, *v);
+  D5_CHECK_ARG(out >= min_value, "dataset '{}': option {}={} must be at least {}", format_, key, out, min_value);
+  return out;
+}
+
+namespace {
+double parse_double(const std::string& text, const std::string& format, const std::string& key) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw InvalidArgument(fmt::format("dataset '{}': option {} has '{}', which is not a number", format, key, text));
+}
+}  // namespace
+
+double DatasetOptions::get_double(const std::string& key, double fallback) const {
+  const std::string* v = find(key);
+  return v ? parse_double(*v, format_, key) : fallback;
+}
+
+std::vector<double> DatasetOptions::get_doubles(const std::string& key, std::vector<double> fallback) const {
+  const std::string* v = find(key);
+  if (!v) return fallback;
+  std::vector<double> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = v->find(',', start);
+    out.push_back(parse_double(v->substr(start, comma - start), format_, key));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+void DatasetOptions::check_all_known() const {
+  for (const auto& [key, value] : spec_.options)
+    D5_CHECK_ARG(known_.count(key), "dataset '{}' has no option '{}' (known: {})", format_, key,
+                 known_.empty() ? std::string("none") : fmt::format("{}", fmt::join(known_, ", ")));
+}
+
+std::string data_dir_for(const DatasetSpec& spec) {
+  return spec.data_dir.empty() ? default_data_dir(spec.name) : spec.data_dir;
+}
+
+}  // namespace d5::data

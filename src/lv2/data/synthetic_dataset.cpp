@@ -1,0 +1,124 @@
+// "synthetic" and "synthetic-learnable": generated samples, each a pure function of
+// (seed, split, index), so fetch is random access and two runs with one seed see the same data.
+//
+// Every sample owns a window of 2^32 words of its Philox stream (RngStream::seek(index << 32)):
+// no sample ever draws another's numbers, whatever the shape.
+#include <fmt/format.h>
+
+#include "dataset_options.h"
+#include "deep500/dataset_formats.h"
+#include "deep500/error.h"
+#include "deep500/rng.h"
+
+namespace d5 {
+
+namespace {
+
+constexpr int kWindowBits = 32;
+
+class SyntheticDataset : public Dataset {
+ public:
+  SyntheticDataset(const DatasetSpec& spec, bool learnable)
+      : format_(learnable ? "synthetic-learnable" : "synthetic"),
+        inputs_(spec.seed, fmt::format("{}/{}/inputs", format_, spec.split)),
+        prototypes_(spec.seed, fmt::format("{}/prototypes", format_)),
+        labels_(spec.seed, fmt::format("{}/{}/labels", format_, spec.split)),
+        learnable_(learnable) {
+    std::vector<std::string> known{"shape", "classes", "samples", "dtype"};
+    if (learnable) known.push_back("noise");
+    data::DatasetOptions options(spec, format_, known);
+    options.check_all_known();
+    shape_ = parse_dims(options.get_string("shape", "1x28x28"), format_ + " option shape");
+    classes_ = options.get_int("classes", 10, 1);
+    size_ = options.get_int("samples", spec.split == "test" ? 1000 : 10000, 0);
+    const std::string dtype = options.get_string("dtype", "f32");
+    D5_CHECK_ARG(parse_dtype(dtype) == DType::f32, "{}: dtype={} is not supported; inputs are f32", format_, dtype);
+    elements_ = Shape(shape_).numel();
+    D5_CHECK_ARG(elements_ < (int64_t{1} << (kWindowBits - 2)), "{}: a sample of shape {} has too many elements",
+                 format_, Shape(shape_).to_string());
+    if (learnable_) noise_ = options.get_double("noise", 1.0);
+    D5_CHECK_ARG(noise_ >= 0, "{}: noise={} must be non-negative", format_, noise_);
+  }
+
+  std::string name() const override { return format_; }
+  int64_t size() const override { return size_; }
+  int64_t classes() const override { return classes_; }
+  std::map<std::string, TensorDesc> sample_descs() const override {
+    return {{kDataInput, TensorDesc{DType::f32, Shape(shape_)}}, {kDataLabels, TensorDesc{DType::i64, Shape{}}}};
+  }
+
+  Batch fetch(std::span<const int64_t> indices) const override {
+    const int64_t n = static_cast<int64_t>(indices.size());
+    std::vector<int64_t> dims{n};
+    dims.insert(dims.end(), shape_.begin(), shape_.end());
+    Tensor input = Tensor::uninitialized(TensorDesc{DType::f32, Shape(dims)});
+    Tensor labels = Tensor::uninitialized(TensorDesc{DType::i64, Shape{n}});
+    for (int64_t b = 0; b < n; ++b) {
+      const int64_t i = indices[static_cast<size_t>(b)];
+      const int64_t y = label(i);
+      labels.data_as<int64_t>()[b] = y;
+      float* x = input.data_as<float>() + b * elements_;
+      RngStream rng = inputs_;
+      rng.seek(static_cast<uint64_t>(i) << kWindowBits);
+      if (learnable_) {
+        RngStream proto = prototypes_;
+        proto.seek(static_cast<uint64_t>(y) << kWindowBits);
+        for (int64_t e = 0; e < elements_; ++e)
+          x[e] = proto.uniform_float() + static_cast<float>(rng.normal(0, noise_));
+      } else {
+        for (int64_t e = 0; e < elements_; ++e) x[e] = rng.uniform_float();
+      }
+    }
+    return {{kDataInput, std::move(input)}, {kDataLabels, std::move(labels)}};
+  }
+
+  int64_t label(int64_t index) const override {
+    D5_CHECK_ARG(index >= 0 && index < size_, "{}: sample index {} is outside [0, {})", format_, index, size_);
+    RngStream rng = labels_;
+    rng.seek(static_cast<uint64_t>(index) << kWindowBits);
+    return static_cast<int64_t>(rng.below(static_cast<uint64_t>(classes_)));
+  }
+
+ private:
+  std::string format_;
+  RngStream inputs_;
+  // One fixed image per class (window `class` of this stream), uniform in [0, 1) like pixel
+  // intensities and shared by both splits, so what is learnt from train carries over to test.
+  // Regenerated per sample rather than stored: 1000 classes of 3x224x224 would be 600 MB.
+  RngStream prototypes_;
+  RngStream labels_;
+  bool learnable_;
+  std::vector<int64_t> shape_;
+  int64_t classes_ = 0, size_ = 0, elements_ = 0;
+  double noise_ = 0;
+};
+
+}  // namespace
+
+std::vector<int64_t> parse_dims(const std::string& text, const std::string& what) {
+  std::vector<int64_t> dims;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t sep = text.find_first_of("x,", start);
+    const std::string item = text.substr(start, sep == std::string::npos ? std::string::npos : sep - start);
+    int64_t d = 0;
+    size_t used = 0;
+    try {
+      d = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    D5_CHECK_ARG(used == item.size() && !item.empty() && d > 0,
+                 "{}: '{}' is not a shape; write positive extents separated by x, e.g. 1x28x28", what, text);
+    dims.push_back(d);
+    if (sep == std::string::npos) break;
+    start = sep + 1;
+  }
+  return dims;
+}
+
+std::unique_ptr<Dataset> open_synthetic_dataset(const DatasetSpec& spec, bool learnable) {
+  return std::make_unique<SyntheticDataset>(spec, learnable);
+}
+
+}  // namespace d5

@@ -1,0 +1,57 @@
+#pragma once
+// Helpers for the data tests: scratch directories, file bytes, and the shared MNIST copy.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace d5::test {
+
+inline const std::string kMnistDir = D5_SOURCE_DIR "/../shared/data/mnist";
+
+inline bool have_mnist() {
+  return std::filesystem::exists(kMnistDir + "/t10k-images-idx3-ubyte.gz") &&
+         std::filesystem::exists(kMnistDir + "/t10k-labels-idx1-ubyte.gz");
+}
+
+// A fresh directory under the system temp dir, removed when the object goes.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string t = (std::filesystem::temp_directory_path() / "d5-data-XXXXXX").string();
+    path_ = mkdtemp(t.data());
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path_); }
+  std::string path() const { return path_.string(); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Runs `f`, expecting an exception of type E whose message contains every string in `parts`.
+template <typename E, typename F>
+void expect_error(F&& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception";
+  } catch (const E& e) {
+    const std::string msg = e.what();
+    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+  }
+}
+
+}  // namespace d5::test
