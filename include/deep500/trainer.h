@@ -22,11 +22,13 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "deep500/data_loader.h"
 #include "deep500/dataset.h"
 #include "deep500/graph_executor.h"
 #include "deep500/metric.h"
@@ -120,6 +122,10 @@ class Trainer {
   // network's batch dimension of `input`.
   Trainer(GraphExecutor& executor, const Dataset& train_set, const Dataset* test_set, Optimizer& optimizer,
           Sampler& sampler, TrainingOptions options);
+  // Batches from a DataLoader instead (prefetching, transforms); the training set is its dataset.
+  // Step times then count only the wait for a batch, not its production.
+  Trainer(GraphExecutor& executor, DataLoader& loader, const Dataset* test_set, Optimizer& optimizer,
+          TrainingOptions options);
 
   void add_event(std::shared_ptr<TrainingEvent> event) { events_.push_back(std::move(event)); }
   // Metrics begun before and ended after every step (WallTime, CpuTime, ...); their records join
@@ -145,13 +151,21 @@ class Trainer {
   bool fire(const std::function<bool(TrainingEvent&)>& hook);
   bool run_test(TrainingResult& result);  // false when an event asked to stop
   TensorMap feeds_of(const Batch& batch) const;
+  void check_setup(int64_t source_batch, int64_t source_size);
+  // The batch source: the sampler with the training set, or the loader.
+  std::optional<Batch> next_batch();
+  void begin_next_epoch();
+  SamplerState position() const;
+  int64_t batches_per_epoch();
+  void set_position(const SamplerState& state);
   void restore_from(const Checkpoint& checkpoint, const std::string& path);
 
   GraphExecutor& executor_;
   const Dataset& train_set_;
   const Dataset* test_set_;
   Optimizer& optimizer_;
-  Sampler& sampler_;
+  Sampler* sampler_ = nullptr;
+  DataLoader* loader_ = nullptr;
   TrainingOptions options_;
   int64_t batch_ = 0;
   TrainingProgress progress_;
@@ -164,6 +178,9 @@ class Trainer {
 // Deep500's entry point: a Trainer with the given events, trained once.
 TrainingResult test_training(GraphExecutor& executor, const Dataset& train_set, const Dataset* test_set,
                              Optimizer& optimizer, Sampler& sampler, const TrainingOptions& options,
+                             const std::vector<std::shared_ptr<TrainingEvent>>& events = {});
+TrainingResult test_training(GraphExecutor& executor, DataLoader& loader, const Dataset* test_set,
+                             Optimizer& optimizer, const TrainingOptions& options,
                              const std::vector<std::shared_ptr<TrainingEvent>>& events = {});
 
 // The result as a results case: metrics step_time (s), throughput (samples/s), loss,

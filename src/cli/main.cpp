@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
   const std::vector<Command> commands = {register_info(app, global), register_stats(app, global),
                                          register_ops(app, global), register_onnx_test(app, global),
                                          register_peak(app, global), register_models(app, global),
-                                         register_net(app, global), register_divergence(app, global)};
+                                         register_net(app, global), register_divergence(app, global),
+                                         register_train(app, global)};
 
   try {
     app.parse(argc, argv);

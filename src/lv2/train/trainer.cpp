@@ -27,8 +27,23 @@ Trainer::Trainer(GraphExecutor& executor, const Dataset& train_set, const Datase
       train_set_(train_set),
       test_set_(test_set),
       optimizer_(optimizer),
-      sampler_(sampler),
+      sampler_(&sampler),
       options_(std::move(options)) {
+  check_setup(sampler.batch_size(), sampler.dataset_size());
+}
+
+Trainer::Trainer(GraphExecutor& executor, DataLoader& loader, const Dataset* test_set, Optimizer& optimizer,
+                 TrainingOptions options)
+    : executor_(executor),
+      train_set_(loader.dataset()),
+      test_set_(test_set),
+      optimizer_(optimizer),
+      loader_(&loader),
+      options_(std::move(options)) {
+  check_setup(loader.batch_size(), loader.dataset().size());
+}
+
+void Trainer::check_setup(int64_t source_batch, int64_t source_size) {
   const TrainingOptions& o = options_;
   D5_CHECK_ARG(o.epochs >= 0 && o.max_steps >= 0, "epochs ({}) and steps ({}) cannot be negative", o.epochs,
                o.max_steps);
@@ -51,12 +66,11 @@ Trainer::Trainer(GraphExecutor& executor, const Dataset& train_set, const Datase
   const Shape& in_shape = net.desc(o.input).shape;
   D5_CHECK_ARG(in_shape.rank() >= 1, "graph input '{}' has no batch dimension", o.input);
   batch_ = in_shape[0];
-  D5_CHECK_ARG(sampler_.batch_size() == batch_,
+  D5_CHECK_ARG(source_batch == batch_,
                "the sampler draws batches of {} samples but network '{}' takes batches of {} ('{}' is {})",
-               sampler_.batch_size(), net.name(), batch_, o.input, in_shape.to_string());
-  D5_CHECK_ARG(sampler_.dataset_size() == train_set_.size(),
-               "the sampler was made for {} samples but training set '{}' has {}", sampler_.dataset_size(),
-               train_set_.name(), train_set_.size());
+               source_batch, net.name(), batch_, o.input, in_shape.to_string());
+  D5_CHECK_ARG(source_size == train_set_.size(), "the sampler was made for {} samples but training set '{}' has {}",
+               source_size, train_set_.name(), train_set_.size());
   const auto& outputs = net.outputs();
   for (const std::string& t : {o.loss, o.logits}) {
     D5_CHECK_ARG(std::find(outputs.begin(), outputs.end(), t) != outputs.end(),
@@ -68,6 +82,47 @@ bool Trainer::fire(const std::function<bool(TrainingEvent&)>& hook) {
   bool go_on = true;
   for (auto& e : events_) go_on = hook(*e) && go_on;
   return go_on;
+}
+
+std::optional<Batch> Trainer::next_batch() {
+  if (loader_) {
+    std::optional<Batch> b = loader_->next();
+    if (b) {
+      const auto n = static_cast<int64_t>(loader_->last_indices().size());
+      D5_CHECK_ARG(n == batch_,
+                   "the loader handed out a batch of {} samples but the network takes {}: a network with a fixed "
+                   "batch size needs a sampler with drop_last",
+                   n, batch_);
+    }
+    return b;
+  }
+  const std::vector<int64_t> indices = sampler_->next();
+  if (indices.empty()) return std::nullopt;
+  D5_CHECK_ARG(static_cast<int64_t>(indices.size()) == batch_,
+               "the sampler handed out a batch of {} samples but the network takes {}: a network with a fixed "
+               "batch size needs a sampler with drop_last",
+               indices.size(), batch_);
+  return train_set_.fetch(indices);
+}
+
+void Trainer::begin_next_epoch() {
+  if (loader_) {
+    loader_->start_next_epoch();
+  } else {
+    sampler_->reset();
+  }
+}
+
+int64_t Trainer::batches_per_epoch() { return loader_ ? loader_->batches_per_epoch() : sampler_->batches_per_epoch(); }
+
+SamplerState Trainer::position() const { return loader_ ? loader_->state() : sampler_->state(); }
+
+void Trainer::set_position(const SamplerState& state) {
+  if (loader_) {
+    loader_->restore(state);
+  } else {
+    sampler_->restore(state);
+  }
 }
 
 TensorMap Trainer::feeds_of(const Batch& batch) const {
@@ -144,21 +199,30 @@ TrainingResult Trainer::train() {
   std::string stop;
   if (!fire([&](TrainingEvent& e) { return e.before_training(progress_); })) stop = "event";
   while (stop.empty()) {
-    progress_.epoch = sampler_.epoch();
+    progress_.epoch = position().epoch;
     optimizer_.set_epoch(progress_.epoch);
     if (o.epochs > 0 && progress_.epoch >= o.epochs) {
       stop = "epochs";
       break;
     }
+    if (o.max_steps > 0 && progress_.step >= o.max_steps) {
+      stop = "steps";
+      break;
+    }
     // A run resumed in the middle of an epoch has already begun it.
-    if (sampler_.state().batch == 0 && !fire([&](TrainingEvent& e) { return e.before_epoch(progress_); })) {
+    if (position().batch == 0 && !fire([&](TrainingEvent& e) { return e.before_epoch(progress_); })) {
       stop = "event";
       break;
     }
     bool epoch_done = false;
     while (stop.empty()) {
       if (o.max_steps > 0 && progress_.step >= o.max_steps) {
-        stop = "steps";
+        // The last step ended an epoch: finish it (its events and test pass) before stopping.
+        if (position().batch >= batches_per_epoch()) {
+          epoch_done = true;
+        } else {
+          stop = "steps";
+        }
         break;
       }
       if (o.time_limit_s > 0 && progress_.training_time_s - time_before >= o.time_limit_s) {
@@ -166,20 +230,15 @@ TrainingResult Trainer::train() {
         break;
       }
       const auto t0 = Clock::now();
-      const std::vector<int64_t> indices = sampler_.next();
-      if (indices.empty()) {
+      const std::optional<Batch> batch = next_batch();
+      if (!batch) {
         epoch_done = true;
         break;
       }
-      D5_CHECK_ARG(static_cast<int64_t>(indices.size()) == batch_,
-                   "the sampler handed out a batch of {} samples but the network takes {}: a network with a fixed "
-                   "batch size needs a sampler with drop_last",
-                   indices.size(), batch_);
-      const Batch batch = train_set_.fetch(indices);
-      const TensorMap feeds = feeds_of(batch);
+      const TensorMap feeds = feeds_of(*batch);
       double step_time = seconds_since(t0);
       // Events run outside the timed parts.
-      if (!fire([&](TrainingEvent& e) { return e.before_batch(progress_, batch); })) stop = "event";
+      if (!fire([&](TrainingEvent& e) { return e.before_batch(progress_, *batch); })) stop = "event";
       const auto t1 = Clock::now();
       step_metrics_.begin();
       const TensorMap outputs = optimizer_.step(executor_, feeds, o.loss);
@@ -223,7 +282,7 @@ TrainingResult Trainer::train() {
         last_tested_step != progress_.step) {
       go_on = test_now() && go_on;
     }
-    sampler_.reset();
+    begin_next_epoch();
     if (!go_on && stop.empty()) stop = "event";
     if (result.reached_target && stop.empty()) stop = "target";
   }
@@ -245,6 +304,14 @@ TrainingResult test_training(GraphExecutor& executor, const Dataset& train_set, 
                              Optimizer& optimizer, Sampler& sampler, const TrainingOptions& options,
                              const std::vector<std::shared_ptr<TrainingEvent>>& events) {
   Trainer trainer(executor, train_set, test_set, optimizer, sampler, options);
+  for (const auto& e : events) trainer.add_event(e);
+  return trainer.train();
+}
+
+TrainingResult test_training(GraphExecutor& executor, DataLoader& loader, const Dataset* test_set,
+                             Optimizer& optimizer, const TrainingOptions& options,
+                             const std::vector<std::shared_ptr<TrainingEvent>>& events) {
+  Trainer trainer(executor, loader, test_set, optimizer, options);
   for (const auto& e : events) trainer.add_event(e);
   return trainer.train();
 }

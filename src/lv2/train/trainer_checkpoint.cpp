@@ -22,7 +22,7 @@ void Trainer::save_checkpoint(const std::string& path) const {
   std::map<std::string, Tensor> tensors;
   for (const std::string& p : net.get_params()) tensors[kParamPrefix + p] = net.fetch_tensor(p);
   for (auto& [k, v] : optimizer_.state()) tensors[kOptimizerPrefix + k] = v;
-  const SamplerState s = sampler_.state();
+  const SamplerState s = position();
   const nlohmann::json meta = {{"kind", kKind},
                                {"version", kTrainingCheckpointVersion},
                                {"network", net.name()},
@@ -82,10 +82,10 @@ void Trainer::restore_from(const Checkpoint& ck, const std::string& path) {
     Tensor current = net.fetch_tensor(p);
     current.copy_from(ck.tensors.at(kParamPrefix + p));
   }
-  sampler_.restore({m.at("sampler").at("epoch").get<int64_t>(), m.at("sampler").at("batch").get<int64_t>()});
+  set_position({m.at("sampler").at("epoch").get<int64_t>(), m.at("sampler").at("batch").get<int64_t>()});
   progress_.step = m.at("step").get<int64_t>();
   progress_.samples = m.at("samples").get<int64_t>();
-  progress_.epoch = sampler_.epoch();
+  progress_.epoch = position().epoch;
   progress_.training_time_s = m.at("training_time_s").get<double>();
   epochs_completed_ = m.at("epochs_completed").get<int64_t>();
 }

@@ -118,6 +118,20 @@ TEST_F(TrainerTest, StepAndTimeLimits) {
     EXPECT_EQ(sampler.state().batch, 5);
   }
   {
+    // A step limit at the end of an epoch completes the epoch (with its test pass).
+    test::InOrderSampler sampler(train.size(), 8);
+    TrainingOptions o;
+    o.epochs = 0;
+    o.max_steps = 24;
+    o.final_test = false;
+    const TrainingResult r = test_training(*ex, train, &test_set, sgd, sampler, o);
+    EXPECT_EQ(r.stop_reason, "steps");
+    EXPECT_EQ(r.epochs_completed, 2);
+    EXPECT_EQ(r.test_accuracy.size(), 2u);
+    EXPECT_EQ(sampler.state().epoch, 2);
+    EXPECT_EQ(sampler.state().batch, 0);
+  }
+  {
     test::InOrderSampler sampler(train.size(), 8);
     TrainingOptions o;
     o.epochs = 100;
@@ -305,6 +319,38 @@ TEST_F(TrainerTest, ResumedRunIsBitwiseEqualToTheUninterruptedOne) {
     EXPECT_THROW(t.resume(ck), FormatError);
   }
   std::filesystem::remove(ck);
+}
+
+// A DataLoader that prefetches hands out the sampler's batches in the sampler's order: training
+// through it gives the parameters of training through the sampler directly, bit for bit.
+TEST_F(TrainerTest, LoaderWithPrefetchTrainsLikeTheSampler) {
+  register_builtin_backends();
+  const test::LearnableSet train(40, 1);
+  auto params_after = [&](bool through_loader) {
+    Network net = test::learnable_mlp(8);
+    auto ex = make_executor(net, "reference");
+    auto adam = make_optimizer("adam", {{"lr", 1e-2}});
+    auto sampler = make_sampler("shuffle", train, 8, /*drop_last=*/true, 5);
+    TrainingOptions o;
+    o.epochs = 3;
+    if (through_loader) {
+      DataLoader loader(train, std::move(sampler), DataLoaderOptions{2, 2});
+      const TrainingResult r = test_training(*ex, loader, nullptr, *adam, o);
+      EXPECT_EQ(r.steps, 15);
+      EXPECT_EQ(loader.epoch(), 3);
+    } else {
+      const TrainingResult r = test_training(*ex, train, nullptr, *adam, *sampler, o);
+      EXPECT_EQ(r.steps, 15);
+    }
+    std::vector<Tensor> params;
+    for (const std::string& p : net.get_params()) params.push_back(net.fetch_tensor(p).clone());
+    return params;
+  };
+  const auto direct = params_after(false), loaded = params_after(true);
+  ASSERT_EQ(direct.size(), loaded.size());
+  for (size_t i = 0; i < direct.size(); ++i) {
+    EXPECT_EQ(std::memcmp(direct[i].data(), loaded[i].data(), direct[i].bytes()), 0) << i;
+  }
 }
 
 // The loss head computes what the zoo's own loss computes for the same parameters and batch.
