@@ -27,6 +27,15 @@ class TrainerTest : public ::testing::Test {
   static void SetUpTestSuite() { register_builtin_operators(); }
 };
 
+// The MLP at batch 8 on the reference executor, 96 training and 30 test samples, SGD.
+class MlpTrainerTest : public TrainerTest {
+ protected:
+  Network net = test::learnable_mlp(8);
+  std::unique_ptr<GraphExecutor> ex = make_executor(net, "reference");
+  const test::LearnableSet train{96, 1}, test_set{30, 2};
+  test::PlainSgd sgd{0.05};
+};
+
 TEST(TrainingMetrics, CountsTopOneHitsWithTiesToTheLowestClass) {
   const Tensor logits = Tensor::from_values<float>(Shape{4, 3}, {0.1f, 0.9f, 0.0f,   // 1
                                                                  2.0f, 2.0f, 1.0f,   // 0 (tie)
@@ -46,11 +55,7 @@ TEST(TrainingMetrics, CountsTopOneHitsWithTiesToTheLowestClass) {
   EXPECT_THROW(correct_predictions(logits, Tensor::from_values<int64_t>(Shape{4}, {0, 3, 0, 0})), InvalidArgument);
 }
 
-TEST_F(TrainerTest, LearnsAndRecordsCurves) {
-  Network net = test::learnable_mlp(8);
-  auto ex = make_executor(net, "reference");
-  const test::LearnableSet train(96, 1), test_set(30, 2);
-  test::PlainSgd sgd(0.05);
+TEST_F(MlpTrainerTest, LearnsAndRecordsCurves) {
   test::InOrderSampler sampler(train.size(), 8);
   TrainingOptions o;
   o.epochs = 4;
@@ -74,11 +79,7 @@ TEST_F(TrainerTest, LearnsAndRecordsCurves) {
   EXPECT_FALSE(r.reached_target);
 }
 
-TEST_F(TrainerTest, StopsAtTheTargetAccuracy) {
-  Network net = test::learnable_mlp(8);
-  auto ex = make_executor(net, "reference");
-  const test::LearnableSet train(96, 1), test_set(30, 2);
-  test::PlainSgd sgd(0.05);
+TEST_F(MlpTrainerTest, StopsAtTheTargetAccuracy) {
   test::InOrderSampler sampler(train.size(), 8);
   TrainingOptions o;
   o.epochs = 50;
@@ -100,11 +101,7 @@ TEST_F(TrainerTest, StopsAtTheTargetAccuracy) {
   EXPECT_EQ(c.extra["time_to_accuracy"]["step"].get<int64_t>(), r.target_step);
 }
 
-TEST_F(TrainerTest, StepAndTimeLimits) {
-  Network net = test::learnable_mlp(8);
-  auto ex = make_executor(net, "reference");
-  const test::LearnableSet train(96, 1), test_set(30, 2);
-  test::PlainSgd sgd(0.05);
+TEST_F(MlpTrainerTest, StepAndTimeLimits) {
   {
     test::InOrderSampler sampler(train.size(), 8);
     TrainingOptions o;
@@ -226,11 +223,7 @@ TEST_F(TrainerTest, TestPassCountsOnlyTheRealRowsOfAPartialBatch) {
   EXPECT_NEAR(single * 10, std::round(single * 10), 1e-9);  // a multiple of 1/10: no padding row counted
 }
 
-TEST_F(TrainerTest, RefusesMismatchedPieces) {
-  Network net = test::learnable_mlp(8);
-  auto ex = make_executor(net, "reference");
-  const test::LearnableSet train(96, 1);
-  test::PlainSgd sgd(0.05);
+TEST_F(MlpTrainerTest, RefusesMismatchedPieces) {
   test::InOrderSampler wrong_batch(train.size(), 4), right(train.size(), 8), wrong_size(50, 8);
   TrainingOptions o;
   EXPECT_THROW(Trainer(*ex, train, nullptr, sgd, wrong_batch, o), InvalidArgument);
