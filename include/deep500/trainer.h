@@ -104,6 +104,7 @@ struct TrainingResult {
   std::vector<CurvePoint> train_accuracy;  // every train_accuracy_every steps
   std::vector<CurvePoint> test_accuracy;   // every test pass
   std::vector<double> step_times_s;        // per step: fetch, forward, backward, update
+  std::vector<double> data_times_s;        // per step: the fetch part (a loader's wait)
   double training_time_s = 0;
   double test_time_s = 0;
   double wall_time_s = 0;

@@ -236,7 +236,8 @@ TrainingResult Trainer::train() {
         break;
       }
       const TensorMap feeds = feeds_of(*batch);
-      double step_time = seconds_since(t0);
+      const double data_time = seconds_since(t0);
+      double step_time = data_time;
       // Events run outside the timed parts.
       if (!fire([&](TrainingEvent& e) { return e.before_batch(progress_, *batch); })) stop = "event";
       const auto t1 = Clock::now();
@@ -246,6 +247,7 @@ TrainingResult Trainer::train() {
       step_time += seconds_since(t1);
 
       result.step_times_s.push_back(step_time);
+      result.data_times_s.push_back(data_time);
       progress_.training_time_s += step_time;
       ++progress_.step;
       progress_.samples += batch_;

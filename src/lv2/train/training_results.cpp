@@ -45,6 +45,7 @@ CaseResult training_case(const std::string& name, const std::string& backend, co
               {"target_accuracy", options.target_accuracy},
               {"time_limit_s", options.time_limit_s}};
   c.metrics.push_back(record("step_time", "s", r.step_times_s));
+  c.metrics.push_back(record("data_time", "s", r.data_times_s));
   if (r.training_time_s > 0) c.metrics.push_back(record("throughput", "samples/s", {r.throughput()}));
   c.metrics.push_back(record("loss", "", values(r.loss)));
   if (!r.train_accuracy.empty()) c.metrics.push_back(record("training_accuracy", "fraction", values(r.train_accuracy)));

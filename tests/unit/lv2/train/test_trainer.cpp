@@ -257,6 +257,8 @@ TEST_F(TrainerTest, ResultsCaseFailsAMissedTarget) {
   ASSERT_FALSE(c.metrics.empty());
   EXPECT_EQ(c.metrics[0].name, "step_time");
   EXPECT_EQ(c.metrics[0].samples.size(), 2u);
+  EXPECT_EQ(c.metrics[1].name, "data_time");
+  EXPECT_LE(c.metrics[1].samples[0], c.metrics[0].samples[0]);
   EXPECT_EQ(c.extra["curves"]["loss"].size(), 2u);
 }
 
