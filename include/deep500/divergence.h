@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@ struct DivergenceReport {
 struct DivergenceOptions {
   std::string optimizer = "adam", twin = "torch-adam";
   Hyperparameters hyper;  // given to both
+  std::shared_ptr<const LrSchedule> schedule;  // set on both when given
   int64_t steps = 10;
   std::string backend = "reference";
   std::string loss = "loss";

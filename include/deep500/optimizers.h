@@ -8,8 +8,8 @@
 //   adagrad                  lr=1e-2 lr_decay=0 weight_decay=0 initial_accumulator_value=0 eps=1e-10
 //   rmsprop                  lr=1e-2 alpha=0.99 eps=1e-8 weight_decay=0 momentum=0 centered=0
 //   accelegrad               lr=1 diameter=1 gradient_bound=1
-//   lbfgs                    lr=1 max_iter=20 max_eval=25 tolerance_grad=1e-7 tolerance_change=1e-9
-//                            history_size=100
+//   lbfgs                    lr=1 max_iter=20 max_eval=-1 (max_iter*5/4) tolerance_grad=1e-7 tolerance_change=1e-9
+//                            history_size=100 line_search=0 (1: strong Wolfe)
 //
 // Parameters must be float32; moments are float32 and scalars (step counts, bias corrections) are
 // computed in double and rounded once, as torch does for float tensors.

@@ -8,6 +8,7 @@
 #include "cli_common.h"
 #include "deep500/divergence.h"
 #include "deep500/error.h"
+#include "deep500/lr_schedule.h"
 #include "deep500/manifest.h"
 #include "deep500/op_registry.h"
 #include "net_loader.h"
@@ -18,7 +19,7 @@ namespace {
 
 struct DivergenceOpts {
   OutputOptions out;
-  std::string model, optimizer = "adam", twin, backend = "reference", dataset, data_dir;
+  std::string model, optimizer = "adam", twin, backend = "reference", dataset, data_dir, schedule;
   int64_t steps = 10, batch = 8, classes = 0;
   double lr = -1;
   std::vector<std::string> hyper;
@@ -92,9 +93,17 @@ int run_divergence(const DivergenceOpts& o, const GlobalOptions& g) {
   ExperimentSettings settings = settings_from(g);
   DivergenceOptions d;
   d.optimizer = o.optimizer;
-  d.twin = o.twin.empty() ? "torch-" + o.optimizer : o.twin;
+  d.twin = o.twin;
+  if (d.twin.empty()) {
+    d.twin = "torch-" + o.optimizer;
+    bool known = false;
+    for (const auto& [name, what] : optimizer_names()) known = known || name == d.twin;
+    D5_CHECK_ARG(known, "optimizer '{}' has no native twin '{}': name the second optimizer with --twin", o.optimizer,
+                 d.twin);
+  }
   d.hyper = parse_hyper(o.hyper);
   if (o.lr >= 0) d.hyper["lr"] = o.lr;
+  if (!o.schedule.empty()) d.schedule = parse_lr_schedule(o.schedule);
   d.steps = o.steps;
   d.backend = o.backend;
 
@@ -120,6 +129,7 @@ int run_divergence(const DivergenceOpts& o, const GlobalOptions& g) {
   j["model"] = o.model;
   j["batch"] = o.batch;
   j["hyperparameters"] = d.hyper;
+  if (d.schedule) j["schedule"] = d.schedule->describe();
   j["data"] = o.dataset.empty() ? "random (seeded)" : o.dataset;
   j["manifest"] = make_manifest(settings);
   emit_text(report_text(r, o.per_param), j, o.out);
@@ -139,6 +149,9 @@ Command register_divergence(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--steps", o->steps, "Training steps")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   cmd->add_option("--batch", o->batch, "Batch size")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--lr", o->lr, "Learning rate for both (default: each optimizer's)");
+  cmd->add_option("--schedule", o->schedule,
+                  "Learning-rate schedule for both: step:SIZE:GAMMA, cosine:T_MAX[:MIN_LR], "
+                  "warmup:N:FACTOR[+SCHEDULE], optionally @epoch");
   cmd->add_option("--hyper", o->hyper, "Another hyperparameter for both, KEY=VALUE (repeatable)");
   cmd->add_option("--classes", o->classes, "Classes for random labels (default: the network's logits width)");
   cmd->add_option("--dataset", o->dataset, "Read batches from this dataset format instead of seeded random data");

@@ -12,11 +12,12 @@ namespace d5::test {
 
 TEST(CliDivergence, AnOptimizerAgainstItselfDoesNotDiverge) {
   const auto r = run_d5({"divergence", "--model", "mlp", "--optimizer", "adam", "--twin", "adam", "--steps", "3",
-                         "--batch", "4", "--format", "json"});
+                         "--batch", "4", "--schedule", "warmup:2:0.5", "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["optimizer"], "adam");
   EXPECT_EQ(j["parameters"], 535818);
+  EXPECT_EQ(j["schedule"], "linear warm-up from x0.5 over 2 steps");
   ASSERT_EQ(j["steps"].size(), 3u);
   for (const auto& s : j["steps"]) {
     EXPECT_EQ(s["l2"].get<double>(), 0) << s;
@@ -52,6 +53,8 @@ TEST(CliDivergence, BadInputIsAUsageError) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("beta1"), std::string::npos) << r.err;
   EXPECT_EQ(run_d5({"divergence", "--model", "no-such-model"}).exit_code, 2);
+  EXPECT_EQ(run_d5({"divergence", "--model", "mlp", "--twin", "adam", "--schedule", "linear:3"}).exit_code, 2);
+  EXPECT_EQ(run_d5({"divergence", "--model", "mlp", "--optimizer", "accelegrad"}).exit_code, 2);
 }
 
 }  // namespace d5::test

@@ -192,6 +192,7 @@ class TorchOptimizer final : public Optimizer {
           .tolerance_change(h("tolerance_change"))
           .history_size(static_cast<int64_t>(h("history_size")));
       if (h("max_eval") >= 0) o.max_eval(static_cast<int64_t>(h("max_eval")));
+      if (h("line_search") != 0) o.line_search_fn("strong_wolfe");
       return std::make_unique<LBFGS>(params_, o);
     }
     D5_THROW(Internal, "no torch::optim twin for '{}'", base_);

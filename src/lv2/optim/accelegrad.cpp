@@ -12,10 +12,11 @@
 namespace d5::optim {
 namespace {
 
-class AcceleGrad final : public ThreeStepOptimizer {
+class AcceleGrad final : public WithStateParts<ThreeStepOptimizer> {
  public:
   explicit AcceleGrad(const Hyperparameters& h)
-      : ThreeStepOptimizer({{"lr", 1.0}, {"diameter", 1.0}, {"gradient_bound", 1.0}}, h) {
+      : WithStateParts({{"lr", 1.0}, {"diameter", 1.0}, {"gradient_bound", 1.0}}, h) {
+    parts_ = {&z_, &squared_sum_};
     D5_CHECK_ARG(hyper_.at("diameter") > 0, "accelegrad: diameter must be > 0, not {}", hyper_.at("diameter"));
   }
   std::string name() const override { return "accelegrad"; }
@@ -63,17 +64,6 @@ class AcceleGrad final : public ThreeStepOptimizer {
     });
   }
 
-  OptimizerState state() const override {
-    OptimizerState s = ThreeStepOptimizer::state();
-    z_.save(s);
-    squared_sum_.save(s);
-    return s;
-  }
-  void load_state(const OptimizerState& s) override {
-    ThreeStepOptimizer::load_state(s);
-    z_.load(s);
-    squared_sum_.load(s);
-  }
 
  private:
   double alpha_ = 1;

@@ -7,19 +7,51 @@
 #include "optim_internal.h"
 
 namespace d5::optim {
+
+struct AdamScalars {
+  float b1, b2, c1, c2, eps, neg_step_size, bc2_sqrt, wd, decay;
+};
+
+// ATen's operations: p.mul_(decay) (adamw); g = g.add(p, wd) (adam); m.mul_(b1).add_(g, 1 - b1);
+// v.mul_(b2).addcmul_(g, g, 1 - b2); denom = v.sqrt() / sqrt(bc2) + eps; p.addcdiv_(m, denom, -step).
+D5_OPTIM_KERNEL void adam_kernel(int64_t b, int64_t e, const float* __restrict g, float* __restrict p,
+                                 float* __restrict m, float* __restrict v, float* __restrict vmax,
+                                 const AdamScalars& s) {
+  if (vmax || s.decay != 1) {
+    for (int64_t i = b; i < e; ++i) {
+      const float pi = s.decay != 1 ? p[i] * s.decay : p[i];
+      const float gi = s.wd != 0 ? madd(g[i], pi, s.wd) : g[i];
+      m[i] = madd(m[i] * s.b1, gi, s.c1);
+      v[i] = v[i] * s.b2 + s.c2 * gi * gi;
+      const float vi = vmax ? (vmax[i] = std::max(vmax[i], v[i])) : v[i];
+      p[i] = pi + s.neg_step_size * m[i] / (std::sqrt(vi) / s.bc2_sqrt + s.eps);
+    }
+    return;
+  }
+  for (int64_t i = b; i < e; ++i) {
+    const float gi = s.wd != 0 ? madd(g[i], p[i], s.wd) : g[i];
+    const float mi = madd(m[i] * s.b1, gi, s.c1);
+    const float vi = v[i] * s.b2 + s.c2 * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = p[i] + s.neg_step_size * mi / (std::sqrt(vi) / s.bc2_sqrt + s.eps);
+  }
+}
+
 namespace {
 
-class Adam final : public UpdateRuleOptimizer {
+class Adam final : public WithStateParts<UpdateRuleOptimizer> {
  public:
   Adam(const Hyperparameters& h, bool decoupled)
-      : UpdateRuleOptimizer({{"lr", 1e-3},
-                             {"beta1", 0.9},
-                             {"beta2", 0.999},
-                             {"eps", 1e-8},
-                             {"weight_decay", decoupled ? 1e-2 : 0.0},
-                             {"amsgrad", 0.0}},
-                            h),
+      : WithStateParts({{"lr", 1e-3},
+                        {"beta1", 0.9},
+                        {"beta2", 0.999},
+                        {"eps", 1e-8},
+                        {"weight_decay", decoupled ? 1e-2 : 0.0},
+                        {"amsgrad", 0.0}},
+                       h),
         decoupled_(decoupled) {
+    parts_ = {&exp_avg_, &exp_avg_sq_, &max_exp_avg_sq_, &steps_of_};
     for (const char* b : {"beta1", "beta2"})
       D5_CHECK_ARG(hyper_.at(b) >= 0 && hyper_.at(b) < 1, "{}: {} must be in [0, 1), not {}", name(), b, hyper_.at(b));
     D5_CHECK_ARG(hyper_.at("eps") >= 0, "{}: eps must be >= 0, not {}", name(), hyper_.at("eps"));
@@ -29,65 +61,26 @@ class Adam final : public UpdateRuleOptimizer {
   void update_rule(const Tensor& grad, Tensor& param, const std::string& pname) override {
     check_f32(name(), pname, grad, param);
     const double lr = current_learning_rate();
-    const double beta1 = hyper_.at("beta1"), beta2 = hyper_.at("beta2");
+    const double beta1 = hyper_.at("beta1"), beta2 = hyper_.at("beta2"), wd = hyper_.at("weight_decay");
     const double t = (steps_of_[pname] += 1);
     const double bc1 = 1 - std::pow(beta1, t), bc2 = 1 - std::pow(beta2, t);
-    const float b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
-    const float c1 = static_cast<float>(1 - beta1), c2 = static_cast<float>(1 - beta2);
-    const float eps = static_cast<float>(hyper_.at("eps"));
-    const float step_size = static_cast<float>(lr / bc1);
-    const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
-    const float wd = static_cast<float>(hyper_.at("weight_decay"));
-    const float decay = static_cast<float>(1.0 - lr * hyper_.at("weight_decay"));
+    // Scalars are rounded to float once, as ATen converts a Scalar for a float tensor.
+    const AdamScalars sc{static_cast<float>(beta1),
+                         static_cast<float>(beta2),
+                         static_cast<float>(1 - beta1),
+                         static_cast<float>(1 - beta2),
+                         static_cast<float>(hyper_.at("eps")),
+                         static_cast<float>(-(lr / bc1)),
+                         static_cast<float>(std::sqrt(bc2)),
+                         decoupled_ ? 0.f : static_cast<float>(wd),
+                         decoupled_ ? static_cast<float>(1 - lr * wd) : 1.f};
     const bool amsgrad = hyper_.at("amsgrad") != 0;
-    const float* __restrict g = grad.data_as<float>();
-    float* __restrict p = param.data_as<float>();
-    float* __restrict m = exp_avg_.get(pname, param);
-    float* __restrict v = exp_avg_sq_.get(pname, param);
-    float* __restrict vmax = amsgrad ? max_exp_avg_sq_.get(pname, param) : nullptr;
-    const int64_t n = param.numel();
-    if (decoupled_) {
-      for_chunks(n, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) p[i] = p[i] * decay;
-      });
-    }
-    const bool coupled_decay = !decoupled_ && wd != 0;
-    for_chunks(n, [&](int64_t b, int64_t e) {
-      if (amsgrad) {
-        for (int64_t i = b; i < e; ++i) {
-          const float gi = coupled_decay ? g[i] + wd * p[i] : g[i];
-          m[i] = m[i] * b1 + c1 * gi;
-          v[i] = v[i] * b2 + c2 * (gi * gi);
-          vmax[i] = std::max(vmax[i], v[i]);
-          p[i] = p[i] - step_size * (m[i] / (std::sqrt(vmax[i]) / bc2_sqrt + eps));
-        }
-        return;
-      }
-      for (int64_t i = b; i < e; ++i) {
-        const float gi = coupled_decay ? g[i] + wd * p[i] : g[i];
-        const float mi = m[i] * b1 + c1 * gi;
-        const float vi = v[i] * b2 + c2 * (gi * gi);
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = p[i] - step_size * (mi / (std::sqrt(vi) / bc2_sqrt + eps));
-      }
-    });
-  }
-
-  OptimizerState state() const override {
-    OptimizerState s = UpdateRuleOptimizer::state();
-    exp_avg_.save(s);
-    exp_avg_sq_.save(s);
-    max_exp_avg_sq_.save(s);
-    steps_of_.save(s);
-    return s;
-  }
-  void load_state(const OptimizerState& s) override {
-    UpdateRuleOptimizer::load_state(s);
-    exp_avg_.load(s);
-    exp_avg_sq_.load(s);
-    max_exp_avg_sq_.load(s);
-    steps_of_.load(s);
+    const float* g = grad.data_as<float>();
+    float* p = param.data_as<float>();
+    float* m = exp_avg_.get(pname, param);
+    float* v = exp_avg_sq_.get(pname, param);
+    float* vmax = amsgrad ? max_exp_avg_sq_.get(pname, param) : nullptr;
+    for_chunks(param.numel(), [&](int64_t b, int64_t e) { adam_kernel(b, e, g, p, m, v, vmax, sc); });
   }
 
  private:

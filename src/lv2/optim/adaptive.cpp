@@ -7,14 +7,60 @@
 #include "optim_internal.h"
 
 namespace d5::optim {
+
+// ATen's operations: g = g.add(p, wd); sum.addcmul_(g, g, 1); std = sum.sqrt() + eps;
+// p.addcdiv_(g, std, -clr).
+D5_OPTIM_KERNEL void adagrad_kernel(int64_t b, int64_t e, const float* __restrict g, float* __restrict p,
+                                    float* __restrict sum, float neg_clr, float wd, float eps) {
+  for (int64_t i = b; i < e; ++i) {
+    const float gi = wd != 0 ? madd(g[i], p[i], wd) : g[i];
+    const float si = sum[i] + gi * gi;
+    sum[i] = si;
+    p[i] = p[i] + neg_clr * gi / (std::sqrt(si) + eps);
+  }
+}
+
+struct RmsPropScalars {
+  float neg_lr, alpha, c, wd, eps, mu;
+};
+
+// ATen's operations: g = g.add(p, wd); a.mul_(alpha).addcmul_(g, g, 1 - alpha);
+// centered: ga.mul_(alpha).add_(g, 1 - alpha), avg = a.addcmul(ga, ga, -1).sqrt_() + eps, else
+// avg = a.sqrt() + eps; momentum: buf.mul_(mu).addcdiv_(g, avg), p.add_(buf, -lr), else
+// p.addcdiv_(g, avg, -lr).
+D5_OPTIM_KERNEL void rmsprop_kernel(int64_t b, int64_t e, const float* __restrict g, float* __restrict p,
+                                    float* __restrict a, float* __restrict ga, float* __restrict buf,
+                                    const RmsPropScalars& s) {
+  for (int64_t i = b; i < e; ++i) {
+    const float gi = s.wd != 0 ? madd(g[i], p[i], s.wd) : g[i];
+    const float ai = a[i] * s.alpha + s.c * gi * gi;
+    a[i] = ai;
+    float avg;
+    if (ga) {
+      const float gai = madd(ga[i] * s.alpha, gi, s.c);
+      ga[i] = gai;
+      avg = std::sqrt(ai + -1.f * gai * gai) + s.eps;
+    } else {
+      avg = std::sqrt(ai) + s.eps;
+    }
+    if (buf) {
+      buf[i] = buf[i] * s.mu + 1.f * gi / avg;
+      p[i] = madd(p[i], buf[i], s.neg_lr);
+    } else {
+      p[i] = p[i] + s.neg_lr * gi / avg;
+    }
+  }
+}
+
 namespace {
 
-class Adagrad final : public UpdateRuleOptimizer {
+class Adagrad final : public WithStateParts<UpdateRuleOptimizer> {
  public:
   explicit Adagrad(const Hyperparameters& h)
-      : UpdateRuleOptimizer(
+      : WithStateParts(
             {{"lr", 1e-2}, {"lr_decay", 0.0}, {"weight_decay", 0.0}, {"initial_accumulator_value", 0.0}, {"eps", 1e-10}},
             h) {
+    parts_ = {&sum_, &steps_of_};
     D5_CHECK_ARG(hyper_.at("initial_accumulator_value") >= 0, "adagrad: initial_accumulator_value must be >= 0");
   }
   std::string name() const override { return "adagrad"; }
@@ -25,42 +71,25 @@ class Adagrad final : public UpdateRuleOptimizer {
     const float clr = static_cast<float>(current_learning_rate() / (1 + (t - 1) * hyper_.at("lr_decay")));
     const float wd = static_cast<float>(hyper_.at("weight_decay"));
     const float eps = static_cast<float>(hyper_.at("eps"));
-    const float* __restrict g = grad.data_as<float>();
-    float* __restrict p = param.data_as<float>();
-    float* __restrict s = sum_.get(pname, param, hyper_.at("initial_accumulator_value"));
-    for_chunks(param.numel(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const float gi = wd != 0 ? g[i] + wd * p[i] : g[i];
-        const float si = s[i] + gi * gi;
-        s[i] = si;
-        p[i] = p[i] - clr * (gi / (std::sqrt(si) + eps));
-      }
-    });
+    const float* g = grad.data_as<float>();
+    float* p = param.data_as<float>();
+    float* sum = sum_.get(pname, param, hyper_.at("initial_accumulator_value"));
+    for_chunks(param.numel(), [&](int64_t b, int64_t e) { adagrad_kernel(b, e, g, p, sum, -clr, wd, eps); });
   }
 
-  OptimizerState state() const override {
-    OptimizerState s = UpdateRuleOptimizer::state();
-    sum_.save(s);
-    steps_of_.save(s);
-    return s;
-  }
-  void load_state(const OptimizerState& s) override {
-    UpdateRuleOptimizer::load_state(s);
-    sum_.load(s);
-    steps_of_.load(s);
-  }
 
  private:
   Buffers sum_{"sum"};
   Scalars steps_of_{"step"};
 };
 
-class RmsProp final : public UpdateRuleOptimizer {
+class RmsProp final : public WithStateParts<UpdateRuleOptimizer> {
  public:
   explicit RmsProp(const Hyperparameters& h)
-      : UpdateRuleOptimizer(
+      : WithStateParts(
             {{"lr", 1e-2}, {"alpha", 0.99}, {"eps", 1e-8}, {"weight_decay", 0.0}, {"momentum", 0.0}, {"centered", 0.0}},
             h) {
+    parts_ = {&square_avg_, &grad_avg_, &momentum_, &steps_of_};
     D5_CHECK_ARG(hyper_.at("alpha") >= 0, "rmsprop: alpha must be >= 0, not {}", hyper_.at("alpha"));
     D5_CHECK_ARG(hyper_.at("momentum") >= 0, "rmsprop: momentum must be >= 0, not {}", hyper_.at("momentum"));
   }
@@ -76,49 +105,15 @@ class RmsProp final : public UpdateRuleOptimizer {
     const float eps = static_cast<float>(hyper_.at("eps"));
     const float mu = static_cast<float>(hyper_.at("momentum"));
     const bool centered = hyper_.at("centered") != 0;
-    const float* __restrict g = grad.data_as<float>();
-    float* __restrict p = param.data_as<float>();
-    float* __restrict a = square_avg_.get(pname, param);
-    float* __restrict ga = centered ? grad_avg_.get(pname, param) : nullptr;
-    float* __restrict buf = mu > 0 ? momentum_.get(pname, param) : nullptr;
-    for_chunks(param.numel(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const float gi = wd != 0 ? g[i] + wd * p[i] : g[i];
-        const float ai = a[i] * alpha + c * (gi * gi);
-        a[i] = ai;
-        float avg;
-        if (centered) {
-          const float gai = ga[i] * alpha + c * gi;
-          ga[i] = gai;
-          avg = std::sqrt(ai - gai * gai) + eps;
-        } else {
-          avg = std::sqrt(ai) + eps;
-        }
-        if (buf) {
-          buf[i] = buf[i] * mu + gi / avg;
-          p[i] = p[i] - lr * buf[i];
-        } else {
-          p[i] = p[i] - lr * (gi / avg);
-        }
-      }
-    });
+    const RmsPropScalars sc{-lr, alpha, c, wd, eps, mu};
+    const float* g = grad.data_as<float>();
+    float* p = param.data_as<float>();
+    float* a = square_avg_.get(pname, param);
+    float* ga = centered ? grad_avg_.get(pname, param) : nullptr;
+    float* buf = mu > 0 ? momentum_.get(pname, param) : nullptr;
+    for_chunks(param.numel(), [&](int64_t b, int64_t e) { rmsprop_kernel(b, e, g, p, a, ga, buf, sc); });
   }
 
-  OptimizerState state() const override {
-    OptimizerState s = UpdateRuleOptimizer::state();
-    square_avg_.save(s);
-    grad_avg_.save(s);
-    momentum_.save(s);
-    steps_of_.save(s);
-    return s;
-  }
-  void load_state(const OptimizerState& s) override {
-    UpdateRuleOptimizer::load_state(s);
-    square_avg_.load(s);
-    grad_avg_.load(s);
-    momentum_.load(s);
-    steps_of_.load(s);
-  }
 
  private:
   Buffers square_avg_{"square_avg"}, grad_avg_{"grad_avg"}, momentum_{"momentum_buffer"};

@@ -23,7 +23,7 @@ void register_builtin_optimizers() {
     register_optimizer("adagrad", "Adagrad (torch.optim.Adagrad)", make_adagrad);
     register_optimizer("rmsprop", "RMSprop (torch.optim.RMSprop)", make_rmsprop);
     register_optimizer("accelegrad", "AcceleGrad (Levy et al. 2018), a three-step optimizer", make_accelegrad);
-    register_optimizer("lbfgs", "L-BFGS without line search (torch.optim.LBFGS)", make_lbfgs);
+    register_optimizer("lbfgs", "L-BFGS, optionally with strong-Wolfe line search (torch.optim.LBFGS)", make_lbfgs);
     for (const char* t : {"sgd", "momentum", "nesterov", "adam", "adamw", "adagrad", "rmsprop", "lbfgs"}) {
       const std::string twin = std::string("torch-") + t;
       register_optimizer(twin, fmt::format("torch::optim twin of {} (needs the torch backend)", t),

@@ -25,6 +25,10 @@ DivergenceReport trajectory_divergence(const NetworkBuilder& build, const BatchS
   D5_CHECK_ARG(o.steps >= 1, "divergence: steps must be >= 1, not {}", o.steps);
   auto opt_a = make_optimizer(o.optimizer, o.hyper);
   auto opt_b = make_optimizer(o.twin, o.hyper);
+  if (o.schedule) {
+    opt_a->set_schedule(o.schedule);
+    opt_b->set_schedule(o.schedule);
+  }
   Network net_a = build(), net_b = build();
   const std::vector<std::string> params = net_a.get_params();
   D5_CHECK_ARG(!params.empty(), "divergence: network '{}' has no parameters to train", net_a.name());

@@ -1,10 +1,11 @@
-// L-BFGS as torch.optim.LBFGS without line search: one step() runs up to max_iter iterations, each
+// L-BFGS as torch.optim.LBFGS, without line search or with its strong-Wolfe one: one step() runs up to max_iter iterations, each
 // re-evaluating loss and gradient through the executor, with the two-loop recursion over the last
 // history_size (s, y) pairs. The parameters are treated as one flat vector in the order of
 // Network::gradient() (sorted names); a parameter without a gradient contributes zeros, as torch's
 // _gather_flat_grad does for a missing .grad. Scalars are rounded to float where torch keeps them
 // in float tensors, so the iterates follow torch's.
 #include <deque>
+#include <functional>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -12,6 +13,12 @@
 #include "optim_internal.h"
 
 namespace d5::optim {
+
+// y = y + a * x rounded once, as ATen's add_(x, alpha).
+D5_OPTIM_KERNEL void axpy_kernel(int64_t n, float* __restrict y, const float* __restrict x, float a) {
+  for (int64_t i = 0; i < n; ++i) y[i] = madd(y[i], x[i], a);
+}
+
 namespace {
 
 using Vec = std::vector<float>;
@@ -31,9 +38,118 @@ double abs_sum(const Vec& a) {
   for (float v : a) s += std::abs(v);
   return static_cast<float>(s);
 }
-void axpy(Vec& y, const Vec& x, double alpha) {  // y += alpha * x, alpha rounded like a float Scalar
-  const float a = static_cast<float>(alpha);
-  for (size_t i = 0; i < y.size(); ++i) y[i] = y[i] + a * x[i];
+void axpy(Vec& y, const Vec& x, double alpha) {  // y.add_(x, alpha): alpha rounded like a float Scalar
+  axpy_kernel(static_cast<int64_t>(y.size()), y.data(), x.data(), static_cast<float>(alpha));
+}
+
+// The minimizer of the cubic through (x1, f1, g1) and (x2, f2, g2), clamped to the bounds (the
+// points' interval when none), or the bounds' midpoint when the cubic has none.
+double cubic_interpolate(double x1, double f1, double g1, double x2, double f2, double g2, double lo, double hi) {
+  const double d1 = (g1 + g2) - (3 * (f1 - f2) / (x1 - x2));
+  const double d2_square = d1 * d1 - g1 * g2;
+  if (d2_square < 0) return (lo + hi) / 2;
+  const double d2 = std::sqrt(d2_square);
+  const double min_pos = x1 <= x2 ? x2 - ((x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2)))
+                                  : x1 - ((x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2)));
+  return std::min(std::max(min_pos, lo), hi);
+}
+
+struct LineSearchResult {
+  double f, t;
+  Vec g;
+  int64_t evals;
+};
+
+// torch.optim.LBFGS's strong-Wolfe line search (bracketing, then zoom by cubic interpolation)
+// along d from the current point, where the loss is f, the gradient g and the directional
+// derivative gtd. phi(t, g_out) evaluates the loss at x + t d and returns it with the gradient.
+LineSearchResult strong_wolfe(const std::function<double(double, Vec&)>& phi, double t, const Vec& d, double f,
+                              const Vec& g, double gtd, double tolerance_change) {
+  constexpr double c1 = 1e-4, c2 = 0.9;
+  constexpr int max_ls = 25;
+  const double d_norm = abs_max(d);
+  Vec g_new;
+  double f_new = phi(t, g_new);
+  int64_t evals = 1;
+  double gtd_new = dot(g_new, d);
+  double t_prev = 0, f_prev = f, gtd_prev = gtd;
+  Vec g_prev = g;
+  bool done = false;
+  int ls_iter = 0;
+  double bracket[2] = {0, 0}, bracket_f[2] = {0, 0}, bracket_gtd[2] = {0, 0};
+  Vec bracket_g[2];
+  auto set_bracket = [&](double t0, double f0, const Vec& g0, double gtd0, double t1, double f1, const Vec& g1,
+                         double gtd1) {
+    bracket[0] = t0, bracket_f[0] = f0, bracket_g[0] = g0, bracket_gtd[0] = gtd0;
+    bracket[1] = t1, bracket_f[1] = f1, bracket_g[1] = g1, bracket_gtd[1] = gtd1;
+  };
+  while (ls_iter < max_ls) {
+    if (f_new > f + c1 * t * gtd || (ls_iter > 1 && f_new >= f_prev)) {
+      set_bracket(t_prev, f_prev, g_prev, gtd_prev, t, f_new, g_new, gtd_new);
+      break;
+    }
+    if (std::abs(gtd_new) <= -c2 * gtd) {
+      set_bracket(t, f_new, g_new, gtd_new, t, f_new, g_new, gtd_new);
+      done = true;
+      break;
+    }
+    if (gtd_new >= 0) {
+      set_bracket(t_prev, f_prev, g_prev, gtd_prev, t, f_new, g_new, gtd_new);
+      break;
+    }
+    const double min_step = t + 0.01 * (t - t_prev), max_step = t * 10;
+    const double previous = t;
+    t = cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, min_step, max_step);
+    t_prev = previous;
+    f_prev = f_new;
+    g_prev = g_new;
+    gtd_prev = gtd_new;
+    f_new = phi(t, g_new);
+    evals += 1;
+    gtd_new = dot(g_new, d);
+    ls_iter += 1;
+  }
+  if (ls_iter == max_ls) set_bracket(0, f, g, gtd, t, f_new, g_new, gtd_new);
+
+  // Zoom: shrink the bracket until a point satisfies the strong Wolfe conditions.
+  bool insufficient_progress = false;
+  int low = bracket_f[0] <= bracket_f[1] ? 0 : 1, high = 1 - low;
+  while (!done && ls_iter < max_ls) {
+    t = cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0], bracket[1], bracket_f[1], bracket_gtd[1],
+                          std::min(bracket[0], bracket[1]), std::max(bracket[0], bracket[1]));
+    const double bmax = std::max(bracket[0], bracket[1]), bmin = std::min(bracket[0], bracket[1]);
+    const double eps = 0.1 * (bmax - bmin);
+    if (std::min(bmax - t, t - bmin) < eps) {
+      // Close to a boundary: after insufficient progress (or on it), step 0.1 of the bracket in.
+      if (insufficient_progress || t >= bmax || t <= bmin) {
+        t = std::abs(t - bmax) < std::abs(t - bmin) ? bmax - eps : bmin + eps;
+        insufficient_progress = false;
+      } else {
+        insufficient_progress = true;
+      }
+    } else {
+      insufficient_progress = false;
+    }
+    f_new = phi(t, g_new);
+    evals += 1;
+    gtd_new = dot(g_new, d);
+    ls_iter += 1;
+    if (f_new > f + c1 * t * gtd || f_new >= bracket_f[low]) {
+      bracket[high] = t, bracket_f[high] = f_new, bracket_g[high] = g_new, bracket_gtd[high] = gtd_new;
+      low = bracket_f[0] <= bracket_f[1] ? 0 : 1;
+      high = 1 - low;
+    } else {
+      if (std::abs(gtd_new) <= -c2 * gtd) {
+        done = true;
+      } else if (gtd_new * (bracket[high] - bracket[low]) >= 0) {
+        bracket[high] = bracket[low], bracket_f[high] = bracket_f[low], bracket_g[high] = bracket_g[low],
+        bracket_gtd[high] = bracket_gtd[low];
+      }
+      bracket[low] = t, bracket_f[low] = f_new, bracket_g[low] = g_new, bracket_gtd[low] = gtd_new;
+    }
+    if (std::abs(bracket[1] - bracket[0]) * d_norm < tolerance_change) break;
+  }
+  return {bracket_f[low], bracket[low], bracket_g[low], evals};
 }
 
 Tensor vec_tensor(const Vec& v) {
@@ -55,7 +171,8 @@ class Lbfgs final : public Optimizer {
                    {"max_eval", -1},  // -1: max_iter * 5 / 4, torch's default
                    {"tolerance_grad", 1e-7},
                    {"tolerance_change", 1e-9},
-                   {"history_size", 100}},
+                   {"history_size", 100},
+                   {"line_search", 0}},  // 1: strong Wolfe
                   h) {
     D5_CHECK_ARG(hyper_.at("max_iter") >= 1, "lbfgs: max_iter must be >= 1, not {}", hyper_.at("max_iter"));
     D5_CHECK_ARG(hyper_.at("history_size") >= 1, "lbfgs: history_size must be >= 1, not {}",
@@ -71,6 +188,7 @@ class Lbfgs final : public Optimizer {
         hyper_.at("max_eval") < 0 ? max_iter * 5 / 4 : static_cast<int64_t>(hyper_.at("max_eval"));
     const double tol_grad = hyper_.at("tolerance_grad"), tol_change = hyper_.at("tolerance_change");
     const size_t history = static_cast<size_t>(hyper_.at("history_size"));
+    const bool line_search = hyper_.at("line_search") != 0;
     const auto params = net.gradient();
 
     TensorMap outputs;
@@ -101,8 +219,7 @@ class Lbfgs final : public Optimizer {
       size_t off = 0;
       for (const auto& [p, g] : params) {
         Tensor value = net.fetch_tensor(p);
-        float* x = value.data_as<float>();
-        for (int64_t i = 0; i < value.numel(); ++i) x[i] = x[i] + a * d[off + static_cast<size_t>(i)];
+        axpy_kernel(value.numel(), value.data_as<float>(), d.data() + off, a);
         off += static_cast<size_t>(value.numel());
       }
     };
@@ -165,8 +282,33 @@ class Lbfgs final : public Optimizer {
       const double gtd = dot(flat_grad, d_);
       if (gtd > -tol_change) break;
       int64_t ls_evals = 0;
-      add_to_params(t_, d_);
-      if (n_iter != max_iter) {
+      if (line_search) {
+        // Evaluations along d start from the current parameters, which are put back after each.
+        Vec x0;
+        for (const auto& [p, g] : params) {
+          const Tensor value = net.fetch_tensor(p);
+          const auto v = value.span<float>();
+          x0.insert(x0.end(), v.begin(), v.end());
+        }
+        const auto phi = [&](double t, Vec& g_out) {
+          add_to_params(t, d_);
+          const double f = evaluate(g_out);
+          size_t off = 0;
+          for (const auto& [p, g] : params) {
+            Tensor value = net.fetch_tensor(p);
+            std::copy_n(x0.data() + off, value.numel(), value.data_as<float>());
+            off += static_cast<size_t>(value.numel());
+          }
+          return f;
+        };
+        LineSearchResult ls = strong_wolfe(phi, t_, d_, loss, flat_grad, gtd, tol_change);
+        loss = ls.f;
+        t_ = ls.t;
+        flat_grad = std::move(ls.g);
+        ls_evals = ls.evals;
+        add_to_params(t_, d_);
+        opt_cond = abs_max(flat_grad) <= tol_grad;
+      } else if (add_to_params(t_, d_); n_iter != max_iter) {
         loss = evaluate(flat_grad);
         opt_cond = abs_max(flat_grad) <= tol_grad;
         ls_evals = 1;

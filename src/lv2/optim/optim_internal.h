@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "deep500/error.h"
 #include "deep500/optimizer.h"
@@ -23,16 +24,43 @@ const Tensor& state_entry(const OptimizerState& state, const std::string& key, c
 // InvalidArgument unless grad and param are float32 tensors of one shape on the host.
 void check_f32(const std::string& optimizer, const std::string& param, const Tensor& grad, const Tensor& param_value);
 
+// A piece of an optimizer's state that saves itself under its own key prefix.
+class StatePart {
+ public:
+  virtual ~StatePart() = default;
+  virtual void save(OptimizerState& s) const = 0;
+  virtual void load(const OptimizerState& s) = 0;
+};
+
+// An optimizer whose state is the base's plus the parts it lists in parts_.
+template <typename Base>
+class WithStateParts : public Base {
+ public:
+  OptimizerState state() const override {
+    OptimizerState s = Base::state();
+    for (const StatePart* p : parts_) p->save(s);
+    return s;
+  }
+  void load_state(const OptimizerState& s) override {
+    Base::load_state(s);
+    for (StatePart* p : parts_) p->load(s);
+  }
+
+ protected:
+  using Base::Base;
+  std::vector<StatePart*> parts_;
+};
+
 // One named buffer per parameter (momentum, exp_avg, ...), created on first use, saved in the
 // state as "<buffer>/<param>".
-class Buffers {
+class Buffers final : public StatePart {
  public:
   explicit Buffers(std::string name) : name_(std::move(name)) {}
   bool has(const std::string& param) const { return m_.count(param) != 0; }
   // The buffer for `param`, created like `like` and filled with `init` when new.
   float* get(const std::string& param, const Tensor& like, double init = 0);
-  void save(OptimizerState& s) const;
-  void load(const OptimizerState& s);
+  void save(OptimizerState& s) const override;
+  void load(const OptimizerState& s) override;
 
  private:
   std::string name_;
@@ -40,13 +68,13 @@ class Buffers {
 };
 
 // Per-parameter scalars (step counts, AcceleGrad's sums), saved as "<name>/<param>".
-class Scalars {
+class Scalars final : public StatePart {
  public:
   explicit Scalars(std::string name) : name_(std::move(name)) {}
   double& operator[](const std::string& param) { return m_[param]; }
   bool has(const std::string& param) const { return m_.count(param) != 0; }
-  void save(OptimizerState& s) const;
-  void load(const OptimizerState& s);
+  void save(OptimizerState& s) const override;
+  void load(const OptimizerState& s) override;
 
  private:
   std::string name_;
@@ -62,6 +90,18 @@ void for_chunks(int64_t n, const Body& body) {
 #pragma omp parallel for schedule(static) if (chunks > 2)
   for (int64_t c = 0; c < chunks; ++c) body(c * kChunk, std::min(n, (c + 1) * kChunk));
 }
+
+// Element kernels are compiled twice, for x86-64-v3 (AVX2 + FMA) and the baseline, and the loader
+// picks one per CPU. They round as ATen's float kernels do, so that updates match torch::optim's
+// bit for bit where the operation order allows: ATen's add(self, other, alpha) is one fused
+// multiply-add (madd below), while addcmul/addcdiv/mul are separate roundings.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define D5_OPTIM_KERNEL __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define D5_OPTIM_KERNEL
+#endif
+// self + alpha * other, rounded once.
+inline float madd(float self, float other, float alpha) { return std::fma(other, alpha, self); }
 
 // Factories of the reference optimizers, registered by register_builtin_optimizers().
 std::unique_ptr<Optimizer> make_sgd(const Hyperparameters& h, const std::string& variant);  // sgd|momentum|nesterov

@@ -6,17 +6,41 @@
 #include "optim_internal.h"
 
 namespace d5::optim {
+
+struct SgdScalars {
+  float neg_lr, wd, mu, damp;
+  bool nesterov, first;
+};
+
+// ATen's operations: d = g.add(p, wd); buf.mul_(mu).add_(d, 1 - dampening); d.add(buf, mu);
+// p.add_(d, -lr).
+D5_OPTIM_KERNEL void sgd_kernel(int64_t b, int64_t e, const float* __restrict g, float* __restrict p,
+                                float* __restrict v, const SgdScalars& s) {
+  if (!v) {
+    for (int64_t i = b; i < e; ++i) p[i] = madd(p[i], s.wd != 0 ? madd(g[i], p[i], s.wd) : g[i], s.neg_lr);
+    return;
+  }
+  for (int64_t i = b; i < e; ++i) {
+    float d = s.wd != 0 ? madd(g[i], p[i], s.wd) : g[i];
+    const float vi = s.first ? d : madd(v[i] * s.mu, d, s.damp);
+    v[i] = vi;
+    d = s.nesterov ? madd(d, vi, s.mu) : vi;
+    p[i] = madd(p[i], d, s.neg_lr);
+  }
+}
+
 namespace {
 
-class Sgd final : public UpdateRuleOptimizer {
+class Sgd final : public WithStateParts<UpdateRuleOptimizer> {
  public:
   Sgd(const Hyperparameters& h, std::string variant)
-      : UpdateRuleOptimizer({{"lr", 1e-3},
-                             {"momentum", variant == "sgd" ? 0.0 : 0.9},
-                             {"dampening", 0.0},
-                             {"weight_decay", 0.0}},
-                            h),
+      : WithStateParts({{"lr", 1e-3},
+                        {"momentum", variant == "sgd" ? 0.0 : 0.9},
+                        {"dampening", 0.0},
+                        {"weight_decay", 0.0}},
+                       h),
         name_(std::move(variant)) {
+    parts_ = {&momentum_};
     const double mu = hyper_.at("momentum");
     D5_CHECK_ARG(mu >= 0, "{}: momentum must be >= 0, not {}", name_, mu);
     D5_CHECK_ARG(name_ != "nesterov" || (mu > 0 && hyper_.at("dampening") == 0),
@@ -26,44 +50,14 @@ class Sgd final : public UpdateRuleOptimizer {
 
   void update_rule(const Tensor& grad, Tensor& param, const std::string& pname) override {
     check_f32(name_, pname, grad, param);
-    const float lr = static_cast<float>(current_learning_rate());
-    const float wd = static_cast<float>(hyper_.at("weight_decay"));
-    const float mu = static_cast<float>(hyper_.at("momentum"));
-    const float damp = static_cast<float>(1.0 - hyper_.at("dampening"));
-    const bool nesterov = name_ == "nesterov";
-    const float* __restrict g = grad.data_as<float>();
-    float* __restrict p = param.data_as<float>();
-    const int64_t n = param.numel();
-    if (mu == 0) {
-      for_chunks(n, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          const float d = wd != 0 ? g[i] + wd * p[i] : g[i];
-          p[i] = p[i] - lr * d;
-        }
-      });
-      return;
-    }
-    const bool first = !momentum_.has(pname);
-    float* __restrict v = momentum_.get(pname, param);
-    for_chunks(n, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        float d = wd != 0 ? g[i] + wd * p[i] : g[i];
-        const float vi = first ? d : v[i] * mu + damp * d;
-        v[i] = vi;
-        d = nesterov ? d + mu * vi : vi;
-        p[i] = p[i] - lr * d;
-      }
-    });
-  }
-
-  OptimizerState state() const override {
-    OptimizerState s = UpdateRuleOptimizer::state();
-    momentum_.save(s);
-    return s;
-  }
-  void load_state(const OptimizerState& s) override {
-    UpdateRuleOptimizer::load_state(s);
-    momentum_.load(s);
+    const double mu = hyper_.at("momentum");
+    const SgdScalars sc{static_cast<float>(-current_learning_rate()), static_cast<float>(hyper_.at("weight_decay")),
+                        static_cast<float>(mu), static_cast<float>(1.0 - hyper_.at("dampening")),
+                        name_ == "nesterov", mu != 0 && !momentum_.has(pname)};
+    float* v = mu != 0 ? momentum_.get(pname, param) : nullptr;
+    const float* g = grad.data_as<float>();
+    float* p = param.data_as<float>();
+    for_chunks(param.numel(), [&](int64_t b, int64_t e) { sgd_kernel(b, e, g, p, v, sc); });
   }
 
  private:

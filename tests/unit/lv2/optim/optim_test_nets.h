@@ -1,5 +1,6 @@
 #pragma once
 // Small networks whose gradients the optimizer tests control.
+#include "deep500/model_zoo.h"
 #include "deep500/network.h"
 
 namespace d5::test {
@@ -25,6 +26,17 @@ inline Network quadratic_loss_net(const Tensor& w0) {
   net.add_node({"sum", "ReduceSum", "", Attributes{{"keepdims", int64_t{0}}}, {"sq_out"}, {"loss"}});
   net.add_output("loss");
   return net;
+}
+
+// The zoo's MLP at a size where a training step takes milliseconds: 12 inputs, 4 classes, batch 8.
+inline Network small_mlp(uint64_t seed) {
+  ModelOptions mo;
+  mo.batch = 8;
+  mo.classes = 4;
+  mo.input_shape = {12};
+  mo.with_loss = true;
+  mo.seed = seed;
+  return build_model("mlp", mo);
 }
 
 }  // namespace d5::test

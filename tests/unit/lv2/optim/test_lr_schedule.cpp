@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "deep500/backend.h"
+#include "deep500/op_registry.h"
 #include "deep500/lr_schedule.h"
 #include "optim_test_nets.h"
 
@@ -51,7 +51,7 @@ TEST(LrSchedule, ParsesTheCommandLineForms) {
 }
 
 TEST(LrSchedule, OptimizerAppliesItAtEachStep) {
-  register_builtin_backends();
+  register_builtin_operators();
   Network net = test::linear_loss_net(Tensor::from_values<float>({1}, {0.0f}));
   auto exec = make_executor(net, "reference");
   auto opt = make_optimizer("sgd", {{"lr", 1.0}});

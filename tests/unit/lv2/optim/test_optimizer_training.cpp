@@ -4,24 +4,17 @@
 
 #include <gtest/gtest.h>
 
-#include "deep500/backend.h"
+#include "deep500/op_registry.h"
 #include "deep500/divergence.h"
 #include "deep500/model_zoo.h"
 #include "deep500/op_registry.h"
 #include "deep500/optimizer_validation.h"
+#include "optim_test_nets.h"
 
 namespace d5 {
 namespace {
 
-Network small_mlp() {
-  ModelOptions mo;
-  mo.batch = 8;
-  mo.classes = 4;
-  mo.input_shape = {12};
-  mo.with_loss = true;
-  mo.seed = 21;
-  return build_model("mlp", mo);
-}
+Network small_mlp() { return test::small_mlp(21); }
 
 // Rates at which ten steps on one batch reduce the loss of the MLP for each optimizer.
 const std::map<std::string, Hyperparameters> kTraining = {
@@ -96,7 +89,7 @@ class Checkpoint : public testing::TestWithParam<std::string> {};
 
 TEST_P(Checkpoint, ResumingFromStateIsBitwiseIdentical) {
   const std::string name = GetParam();
-  register_builtin_backends();
+  register_builtin_operators();
   if (name.rfind("torch-", 0) == 0) {
     try {
       make_optimizer(name);
@@ -139,14 +132,14 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, Checkpoint,
                          });
 
 TEST(Checkpoint, StateFromAnotherOptimizerIsRefused) {
-  register_builtin_backends();
+  register_builtin_operators();
   auto sgd = make_optimizer("lbfgs");
   auto adam = make_optimizer("adam");
   EXPECT_THROW(sgd->load_state(adam->state()), InvalidArgument);
 }
 
 TEST(GradientHook, RunsBetweenBackpropAndTheUpdate) {
-  register_builtin_backends();
+  register_builtin_operators();
   Network net = small_mlp();
   auto exec = make_executor(net, "reference");
   auto opt = make_optimizer("sgd", {{"lr", 1.0}});
@@ -163,7 +156,7 @@ TEST(GradientHook, RunsBetweenBackpropAndTheUpdate) {
 }
 
 TEST(Divergence, IdenticalOptimizersDoNotDiverge) {
-  register_builtin_backends();
+  register_builtin_operators();
   const Network probe = small_mlp();
   DivergenceOptions o;
   o.optimizer = o.twin = "adam";
@@ -178,7 +171,7 @@ TEST(Divergence, IdenticalOptimizersDoNotDiverge) {
 }
 
 TEST(Divergence, DifferentOptimizersDriftApartAndNormsAreConsistent) {
-  register_builtin_backends();
+  register_builtin_operators();
   const Network probe = small_mlp();
   DivergenceOptions o;
   o.optimizer = "sgd";

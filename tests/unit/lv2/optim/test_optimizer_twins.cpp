@@ -2,26 +2,19 @@
 // parameters and state on an MLP, compared parameter by parameter.
 #include <gtest/gtest.h>
 
-#include "deep500/backend.h"
+#include "deep500/op_registry.h"
 #include "deep500/divergence.h"
 #include "deep500/model_zoo.h"
 #include "deep500/optimizer_validation.h"
+#include "optim_test_nets.h"
 
 namespace d5 {
 namespace {
 
-Network small_mlp() {
-  ModelOptions mo;
-  mo.batch = 8;
-  mo.classes = 4;
-  mo.input_shape = {12};
-  mo.with_loss = true;
-  mo.seed = 7;
-  return build_model("mlp", mo);
-}
+Network small_mlp() { return test::small_mlp(7); }
 
 bool have_torch() {
-  register_builtin_backends();
+  register_builtin_operators();
   try {
     make_optimizer("torch-sgd");
     return true;
@@ -33,6 +26,7 @@ bool have_torch() {
 struct TwinCase {
   std::string optimizer;
   Hyperparameters hyper;
+  std::string label = "";  // the case's name when one optimizer has several
 };
 
 class Twin : public testing::TestWithParam<TwinCase> {};
@@ -48,10 +42,25 @@ TEST_P(Twin, OneStepMatchesWithinOneMillionth) {
     o.steps = steps;
     const OptimizerComparison r = test_optimizer(c.optimizer, "torch-" + c.optimizer, small_mlp, feeds, o);
     EXPECT_EQ(r.relative_difference.size(), probe.get_params().size());
-    // Same float32 operations in the same order per element; what remains is rounding of the
-    // scalars and, after the first step, the executor's response to ulp-level differences.
-    EXPECT_LE(r.max_relative_difference, 1e-6) << c.optimizer << " after " << steps << " step(s), worst "
-                                               << r.worst_parameter;
+    // One step: both see bitwise-identical gradients and round as ATen does, so what remains is
+    // the odd ulp where an operation order differs. Later steps add the executor's response to those
+    // ulps, which training amplifies (sgd, momentum and adagrad stay bitwise equal; see d5 divergence).
+    const double tolerance = steps == 1 ? 1e-6 : 1e-4;
+    EXPECT_LE(r.max_relative_difference, tolerance) << c.optimizer << " after " << steps << " step(s), worst "
+                                                    << r.worst_parameter;
+  }
+}
+
+TEST(Twin, SgdMomentumAndAdagradAreBitwiseEqualToTorch) {
+  if (!have_torch()) GTEST_SKIP() << "this build has no torch backend, so no torch::optim twins";
+  const Network probe = small_mlp();
+  const TensorMap feeds = random_batches(probe, 12, 4)(0);
+  for (const char* name : {"sgd", "momentum", "nesterov", "adagrad"}) {
+    OptimizerTestOptions o;
+    o.hyper = {{"lr", 0.05}, {"weight_decay", 1e-3}};
+    o.steps = 3;
+    const OptimizerComparison r = test_optimizer(name, std::string("torch-") + name, small_mlp, feeds, o);
+    EXPECT_EQ(r.max_relative_difference, 0) << name << ", worst " << r.worst_parameter;
   }
 }
 
@@ -62,8 +71,11 @@ INSTANTIATE_TEST_SUITE_P(
                     TwinCase{"nesterov", {{"lr", 0.05}}}, TwinCase{"adam", {{"lr", 1e-2}, {"weight_decay", 1e-3}}},
                     TwinCase{"adamw", {{"lr", 1e-2}}}, TwinCase{"adagrad", {{"lr", 0.05}, {"lr_decay", 0.01}}},
                     TwinCase{"rmsprop", {{"lr", 1e-3}, {"momentum", 0.5}, {"centered", 1}}},
-                    TwinCase{"lbfgs", {{"lr", 0.5}, {"max_iter", 4}}}),
-    [](const testing::TestParamInfo<TwinCase>& i) { return i.param.optimizer; });
+                    TwinCase{"lbfgs", {{"lr", 0.5}, {"max_iter", 4}}},
+                    TwinCase{"lbfgs", {{"max_iter", 4}, {"line_search", 1}}, "lbfgs_strong_wolfe"}),
+    [](const testing::TestParamInfo<TwinCase>& i) {
+      return i.param.label.empty() ? i.param.optimizer : i.param.label;
+    });
 
 TEST(Twin, StateRoundTripsThroughTheTorchArchive) {
   if (!have_torch()) GTEST_SKIP() << "this build has no torch backend, so no torch::optim twins";

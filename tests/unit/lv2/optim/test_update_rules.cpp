@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "deep500/backend.h"
+#include "deep500/op_registry.h"
 #include "deep500/optimizer.h"
 #include "optim_test_nets.h"
 
@@ -69,7 +69,7 @@ const std::vector<RuleCase> kCases = {
 class UpdateRule : public testing::TestWithParam<RuleCase> {};
 
 TEST_P(UpdateRule, MatchesHandComputedSteps) {
-  register_builtin_backends();
+  register_builtin_operators();
   const RuleCase& c = GetParam();
   Network net = test::linear_loss_net(Tensor::from_values<float>({3}, {1.0f, -2.0f, 0.5f}));
   auto exec = make_executor(net, "reference");
@@ -93,7 +93,7 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, UpdateRule, testing::ValuesIn(kCases),
 TEST(Lbfgs, SolvesAnIsotropicQuadraticInTwoIterations) {
   // loss = |w - x|^2: the first iteration moves by t = 1/|g|_1 along -g; the (s, y) pair it leaves
   // gives H_diag = s.y / y.y = 1/2, the exact inverse Hessian, so the second lands on x.
-  register_builtin_backends();
+  register_builtin_operators();
   Network net = test::quadratic_loss_net(Tensor::from_values<float>({3}, {1.0f, -2.0f, 0.5f}));
   auto exec = make_executor(net, "reference");
   auto opt = make_optimizer("lbfgs");
@@ -104,8 +104,26 @@ TEST(Lbfgs, SolvesAnIsotropicQuadraticInTwoIterations) {
   EXPECT_EQ(opt->hyperparameter("history_size"), 100);
 }
 
+TEST(Lbfgs, StrongWolfeLineSearchExtrapolatesUntilTheCurvatureConditionHolds) {
+  // loss = |w - x|^2 from w0 = (10, -20, 5), x = (0.25, 0.5, -1): g = 2 (w0 - x), |g|_1 = 72.5, and
+  // along d = -g the directional derivative at step t is (1 - 2t) g.d. The first trial
+  // t0 = 1/72.5 leaves it at 0.97 of the start (> c2 = 0.9), so the search extrapolates; the
+  // cubic's minimizer t = 0.5 is clamped to 10 t0, where the derivative is 0.72 of the start:
+  // accepted. Then w = w0 - 10 t0 g = w0 - (20 / 72.5) (w0 - x).
+  register_builtin_operators();
+  const std::vector<double> w0 = {10, -20, 5}, x = {0.25, 0.5, -1};
+  Network net = test::quadratic_loss_net(Tensor::from_values<float>({3}, {10.0f, -20.0f, 5.0f}));
+  auto exec = make_executor(net, "reference");
+  auto opt = make_optimizer("lbfgs", {{"line_search", 1}, {"max_iter", 1}});
+  opt->step(*exec, {{"x", Tensor::from_values<float>({3}, {0.25f, 0.5f, -1.0f})}}, "loss");
+  const Tensor w = net.fetch_tensor("w");
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(w.get(static_cast<int64_t>(i)), w0[i] - 20 / 72.5 * (w0[i] - x[i]), 1e-5) << i;
+  }
+}
+
 TEST(Hyperparameters, DefaultsEqualTorchOptim) {
-  register_builtin_backends();
+  register_builtin_operators();
   EXPECT_EQ(make_optimizer("sgd")->learning_rate(), 1e-3);
   EXPECT_EQ(make_optimizer("adam")->hyperparameter("beta2"), 0.999);
   EXPECT_EQ(make_optimizer("adam")->hyperparameter("eps"), 1e-8);
@@ -117,7 +135,7 @@ TEST(Hyperparameters, DefaultsEqualTorchOptim) {
 }
 
 TEST(Hyperparameters, UnknownAndInvalidOverridesAreRefused) {
-  register_builtin_backends();
+  register_builtin_operators();
   try {
     make_optimizer("adam", {{"betas", 0.9}});
     FAIL() << "an unknown hyperparameter was accepted";
@@ -132,7 +150,7 @@ TEST(Hyperparameters, UnknownAndInvalidOverridesAreRefused) {
 }
 
 TEST(UpdateRules, RefuseNonFloat32Parameters) {
-  register_builtin_backends();
+  register_builtin_operators();
   Network net = test::linear_loss_net(Tensor::from_values<double>({2}, {1.0, 2.0}));
   auto exec = make_executor(net, "reference");
   auto opt = make_optimizer("adam");
@@ -142,7 +160,7 @@ TEST(UpdateRules, RefuseNonFloat32Parameters) {
 // Executors store a zero gradient for a parameter the loss does not depend on, so it gets the
 // update for a zero gradient: unchanged without weight decay, decayed with it.
 TEST(UpdateRules, ParameterTheLossIgnoresGetsTheZeroGradientUpdate) {
-  register_builtin_backends();
+  register_builtin_operators();
   Network net = test::linear_loss_net(Tensor::from_values<float>({2}, {1.0f, 2.0f}));
   net.feed_tensor("unused", Tensor::from_values<float>({2}, {3.0f, 4.0f}), true);
   auto exec = make_executor(net, "reference");
