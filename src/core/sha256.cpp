@@ -1,9 +1,7 @@
 // Written from the FIPS 180-4 specification (sections 4.1.2, 4.2.2, 5.1.1, 6.2).
 #include "deep500/sha256.h"
 
-#include <algorithm>
-#include <cstring>
-
+#include "block_hash.h"
 #include "deep500/error.h"
 
 namespace d5 {
@@ -65,32 +63,13 @@ void Sha256::compress(const uint8_t* block) {
 
 void Sha256::update(const void* data, size_t size) {
   D5_CHECK(!finished_, Internal, "Sha256::update after digest()");
-  const auto* p = static_cast<const uint8_t*>(data);
-  total_bytes_ += size;
-  while (size > 0) {
-    const size_t take = std::min(size, buffer_.size() - buffered_);
-    std::memcpy(buffer_.data() + buffered_, p, take);
-    buffered_ += take;
-    p += take;
-    size -= take;
-    if (buffered_ == buffer_.size()) {
-      compress(buffer_.data());
-      buffered_ = 0;
-    }
-  }
+  detail::hash_absorb(buffer_, buffered_, total_bytes_, data, size, [this](const uint8_t* b) { compress(b); });
 }
 
 std::array<uint8_t, 32> Sha256::digest() {
   D5_CHECK(!finished_, Internal, "Sha256::digest called twice");
-  // Padding: a 1 bit, zeros up to 56 mod 64 bytes, then the message length in bits, big-endian.
-  const uint64_t bits = total_bytes_ * 8;
-  const uint8_t one = 0x80;
-  update(&one, 1);
-  const uint8_t zero = 0;
-  while (buffered_ != 56) update(&zero, 1);
-  uint8_t length[8];
-  for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
-  update(length, 8);
+  detail::hash_pad(buffer_, buffered_, total_bytes_, detail::LengthOrder::big_endian,
+                   [this](const uint8_t* b) { compress(b); });
   finished_ = true;
   std::array<uint8_t, 32> out;
   for (int i = 0; i < 8; ++i)
@@ -99,13 +78,8 @@ std::array<uint8_t, 32> Sha256::digest() {
 }
 
 std::string Sha256::hex_digest() {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string s;
-  for (uint8_t b : digest()) {
-    s += kHex[b >> 4];
-    s += kHex[b & 15];
-  }
-  return s;
+  const auto d = digest();
+  return detail::lowercase_hex(d);
 }
 
 std::string sha256_hex(std::string_view data) {

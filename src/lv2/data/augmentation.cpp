@@ -9,6 +9,7 @@
 #include "deep500/dataset_formats.h"
 #include "deep500/error.h"
 #include "deep500/rng.h"
+#include "number_text.h"
 
 namespace d5 {
 
@@ -190,15 +191,9 @@ void TransformSequence::apply(Batch& batch, std::span<const int64_t> indices, in
 namespace {
 
 double parse_number(const std::string& text, const std::string& item) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  D5_CHECK_ARG(used == text.size() && !text.empty(), "augmentation '{}': '{}' is not a number", item, text);
-  return v;
+  const std::optional<double> v = data::to_double(text);
+  D5_CHECK_ARG(v.has_value(), "augmentation '{}': '{}' is not a number", item, text);
+  return *v;
 }
 
 std::vector<double> parse_numbers(const std::string& text, const std::string& item) {

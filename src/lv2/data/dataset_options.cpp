@@ -1,12 +1,11 @@
 #include "dataset_options.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "deep500/downloader.h"
 #include "deep500/error.h"
+#include "number_text.h"
 
 namespace d5::data {
 
@@ -29,23 +28,18 @@ std::string DatasetOptions::get_string(const std::string& key, const std::string
 int64_t DatasetOptions::get_int(const std::string& key, int64_t fallback, int64_t min_value) const {
   const std::string* v = find(key);
   if (!v) return fallback;
-  int64_t out = 0;
-  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
-  D5_CHECK_ARG(ec == std::errc() && end == v->data() + v->size(),
-               "dataset '{}': option {}='{}' is not an integer", format_, key, *v);
+  const std::optional<int64_t> parsed = to_int(*v);
+  D5_CHECK_ARG(parsed.has_value(), "dataset '{}': option {}='{}' is not an integer", format_, key, *v);
+  const int64_t out = *parsed;
   D5_CHECK_ARG(out >= min_value, "dataset '{}': option {}={} must be at least {}", format_, key, out, min_value);
   return out;
 }
 
 namespace {
 double parse_double(const std::string& text, const std::string& format, const std::string& key) {
-  try {
-    size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  throw InvalidArgument(fmt::format("dataset '{}': option {} has '{}', which is not a number", format, key, text));
+  const std::optional<double> v = to_double(text);
+  D5_CHECK_ARG(v.has_value(), "dataset '{}': option {} has '{}', which is not a number", format, key, text);
+  return *v;
 }
 }  // namespace
 

@@ -166,6 +166,7 @@ std::vector<DownloadedFile> download_dataset(const std::string& name, const Down
   D5_CHECK_ARG(options.split == "train" || options.split == "test" || options.split == "all",
                "split '{}' is not train, test or all", options.split);
 #ifndef D5_HAVE_CURL
+  (void)set;
   D5_THROW(Unimplemented,
            "this d5 was built without libcurl, so it cannot download '{}'; install libcurl4-openssl-dev (Debian) and "
            "configure again, or copy the files into '{}' yourself",
@@ -200,6 +201,7 @@ std::vector<DownloadedFile> download_dataset(const std::string& name, const Down
     }
     // A .part that is already complete (interrupted between transfer and rename) needs no transfer.
     const bool part_complete = fs::exists(part) && verifies(part, file);
+    d.resumed = part_complete;
     if (!part_complete) {
       std::vector<std::string> failures;
       for (const std::string& base : bases) {

@@ -7,6 +7,7 @@
 #include "dataset_options.h"
 #include "deep500/dataset_formats.h"
 #include "deep500/error.h"
+#include "sample_batch.h"
 
 namespace d5 {
 
@@ -70,10 +71,9 @@ class MnistDataset : public Dataset {
   Batch fetch(std::span<const int64_t> indices) const override {
     const int64_t n = static_cast<int64_t>(indices.size());
     const int64_t pixels = height_ * width_;
-    Tensor input = Tensor::uninitialized(TensorDesc{DType::f32, Shape{n, 1, height_, width_}});
-    Tensor labels = Tensor::uninitialized(TensorDesc{DType::i64, Shape{n}});
-    float* x = input.data_as<float>();
-    int64_t* y = labels.data_as<int64_t>();
+    Batch batch = data::allocate_sample_batch(n, {1, height_, width_});
+    float* x = batch.at(kDataInput).data_as<float>();
+    int64_t* y = batch.at(kDataLabels).data_as<int64_t>();
     for (int64_t b = 0; b < n; ++b) {
       const int64_t i = indices[static_cast<size_t>(b)];
       check_index(i);
@@ -82,7 +82,7 @@ class MnistDataset : public Dataset {
       for (int64_t p = 0; p < pixels; ++p) dst[p] = (static_cast<float>(src[p]) * (1.0f / 255.0f) - mean_) * inv_std_;
       y[b] = labels_[static_cast<size_t>(i)];
     }
-    return {{kDataInput, std::move(input)}, {kDataLabels, std::move(labels)}};
+    return batch;
   }
 
   int64_t label(int64_t index) const override {

@@ -15,6 +15,7 @@
 #include "dataset_options.h"
 #include "deep500/dataset_formats.h"
 #include "deep500/error.h"
+#include "sample_batch.h"
 
 namespace d5 {
 
@@ -44,26 +45,27 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-// Element i of an array of NPY dtype `descr` (little-endian, validated by read_npy_header).
-template <typename T>
-T load(const uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-double element(const std::string& descr, const uint8_t* base, int64_t i) {
-  const char kind = descr[1], size = descr[2];
-  switch (kind) {
-    case 'f': return size == '4' ? load<float>(base + 4 * i) : load<double>(base + 8 * i);
-    case 'u': return size == '1' ? base[i] : load<uint16_t>(base + 2 * i);
-    default:
-      switch (size) {
-        case '1': return static_cast<int8_t>(base[i]);
-        case '2': return load<int16_t>(base + 2 * i);
-        case '4': return load<int32_t>(base + 4 * i);
-        default: return static_cast<double>(load<int64_t>(base + 8 * i));
-      }
-  }
+// Converts n elements of NPY dtype `descr` (little-endian, validated by read_npy_header) at `src`
+// to Out. The dtype switch is outside the loop, so each case is a plain conversion loop.
+template <typename Out>
+void convert_elements(const std::string& descr, const uint8_t* src, int64_t n, Out* dst) {
+  auto run = [&]<typename T>(T) {
+    for (int64_t i = 0; i < n; ++i) {
+      T v;
+      std::memcpy(&v, src + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+      dst[i] = static_cast<Out>(v);
+    }
+  };
+  const std::string code = descr.substr(1);
+  if (code == "f4") return run(float{});
+  if (code == "f8") return run(double{});
+  if (code == "u1") return run(uint8_t{});
+  if (code == "u2") return run(uint16_t{});
+  if (code == "i1") return run(int8_t{});
+  if (code == "i2") return run(int16_t{});
+  if (code == "i4") return run(int32_t{});
+  if (code == "i8") return run(int64_t{});
+  D5_THROW(Internal, "NPY dtype '{}' passed validation but has no conversion", descr);
 }
 
 class NpyDataset : public Dataset {
@@ -92,14 +94,13 @@ class NpyDataset : public Dataset {
 
     {
       MappedFile map(labels_path);
-      const uint8_t* base = map.bytes() + labels.data_offset;
       labels_.resize(static_cast<size_t>(size_));
+      convert_elements(labels.descr, map.bytes() + labels.data_offset, size_, labels_.data());
       int64_t max_label = -1;
       for (int64_t i = 0; i < size_; ++i) {
-        const int64_t v = static_cast<int64_t>(element(labels.descr, base, i));
+        const int64_t v = labels_[static_cast<size_t>(i)];
         D5_CHECK(v >= 0, FormatError, "'{}': label {} of sample {} (byte offset {}) is negative", labels_path, v, i,
                  labels.data_offset + i * labels.item_size);
-        labels_[static_cast<size_t>(i)] = v;
         max_label = std::max(max_label, v);
       }
       classes_ = options.get_int("classes", max_label + 1, 1);
@@ -119,27 +120,18 @@ class NpyDataset : public Dataset {
 
   Batch fetch(std::span<const int64_t> indices) const override {
     const int64_t n = static_cast<int64_t>(indices.size());
-    std::vector<int64_t> dims{n};
-    dims.insert(dims.end(), sample_shape_.begin(), sample_shape_.end());
-    Tensor input = Tensor::uninitialized(TensorDesc{DType::f32, Shape(dims)});
-    Tensor labels = Tensor::uninitialized(TensorDesc{DType::i64, Shape{n}});
-    float* x = input.data_as<float>();
+    Batch batch = data::allocate_sample_batch(n, sample_shape_);
+    Tensor& labels = batch.at(kDataLabels);
+    float* x = batch.at(kDataInput).data_as<float>();
     const uint8_t* base = n > 0 ? inputs_map_->bytes() + inputs_.data_offset : nullptr;
-    const bool is_f32 = inputs_.descr == "<f4";
     for (int64_t b = 0; b < n; ++b) {
       const int64_t i = indices[static_cast<size_t>(b)];
       D5_CHECK_ARG(i >= 0 && i < size_, "npy: sample index {} is outside [0, {})", i, size_);
       float* dst = x + b * sample_elements_;
-      const int64_t first = i * sample_elements_;
-      if (is_f32) {
-        std::memcpy(dst, base + first * 4, static_cast<size_t>(sample_elements_) * 4);
-      } else {
-        for (int64_t e = 0; e < sample_elements_; ++e)
-          dst[e] = static_cast<float>(element(inputs_.descr, base, first + e));
-      }
+      convert_elements(inputs_.descr, base + i * sample_elements_ * inputs_.item_size, sample_elements_, dst);
       labels.data_as<int64_t>()[b] = labels_[static_cast<size_t>(i)];
     }
-    return {{kDataInput, std::move(input)}, {kDataLabels, std::move(labels)}};
+    return batch;
   }
 
   int64_t label(int64_t index) const override {

@@ -10,6 +10,7 @@
 #include "deep500/atomic_file.h"
 #include "deep500/dataset_formats.h"
 #include "deep500/error.h"
+#include "number_text.h"
 
 namespace d5 {
 
@@ -114,11 +115,8 @@ NpyHeader read_npy_header(const std::string& path) {
   while (std::getline(dims, item, ',')) {
     const size_t first = item.find_first_not_of(" \t");
     if (first == std::string::npos) continue;  // the trailing comma of a 1-tuple
-    int64_t d = -1;
-    try {
-      d = std::stoll(item.substr(first));
-    } catch (const std::exception&) {
-    }
+    const size_t last = item.find_last_not_of(" \t");
+    const int64_t d = data::to_int(std::string_view(item).substr(first, last - first + 1)).value_or(-1);
     D5_CHECK(d >= 0, FormatError, "'{}': NPY header at byte offset {}: shape entry '{}' is not a size", path,
              header_start, item);
     h.shape.push_back(d);

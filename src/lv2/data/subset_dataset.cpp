@@ -1,9 +1,8 @@
-#include <charconv>
-
 #include <fmt/format.h>
 
 #include "deep500/dataset_subset.h"
 #include "deep500/error.h"
+#include "number_text.h"
 
 namespace d5 {
 
@@ -11,9 +10,8 @@ IndexRange parse_index_range(const std::string& text, int64_t size) {
   const size_t colon = text.find(':');
   auto bound = [&](std::string_view s, int64_t fallback) {
     if (s.empty()) return fallback;
-    int64_t v = -1;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    D5_CHECK_ARG(ec == std::errc() && end == s.data() + s.size() && v >= 0,
+    const int64_t v = data::to_int(s).value_or(-1);
+    D5_CHECK_ARG(v >= 0,
                  "range='{}': '{}' is not a sample index; write BEGIN:END, e.g. range=0:8000", text, s);
     return v;
   };

@@ -3,18 +3,37 @@
 //
 // Every sample owns a window of 2^32 words of its Philox stream (RngStream::seek(index << 32)):
 // no sample ever draws another's numbers, whatever the shape.
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "dataset_options.h"
 #include "deep500/dataset_formats.h"
 #include "deep500/error.h"
 #include "deep500/rng.h"
+#include "number_text.h"
+#include "sample_batch.h"
 
 namespace d5 {
 
 namespace {
 
 constexpr int kWindowBits = 32;
+constexpr int64_t kPrototypeGrid = 4;
+
+// n draws of N(0, sd^2): Box-Muller using both values of each pair, in float. RngStream::normal
+// returns one value per two uniforms, which made noise generation the cost of a fetch.
+void fill_normal(RngStream& rng, float* out, int64_t n, float sd) {
+  constexpr float kTwoPi = 6.28318530717958647692f;
+  for (int64_t i = 0; i < n; i += 2) {
+    const float u1 = (static_cast<float>(rng.next_u32() >> 8) + 1.0f) * 0x1p-24f;  // (0, 1]: finite log
+    const float u2 = static_cast<float>(rng.next_u32() >> 8) * 0x1p-24f;
+    const float r = sd * std::sqrt(-2.0f * std::log(u1));
+    out[i] = r * std::cos(kTwoPi * u2);
+    if (i + 1 < n) out[i + 1] = r * std::sin(kTwoPi * u2);
+  }
+}
 
 class SyntheticDataset : public Dataset {
  public:
@@ -28,6 +47,8 @@ class SyntheticDataset : public Dataset {
     if (learnable) known.push_back("noise");
     data::DatasetOptions options(spec, format_, known);
     options.check_all_known();
+    D5_CHECK_ARG(spec.split == "train" || spec.split == "test", "{}: split '{}' does not exist (train or test)",
+                 format_, spec.split);
     shape_ = parse_dims(options.get_string("shape", "1x28x28"), format_ + " option shape");
     classes_ = options.get_int("classes", 10, 1);
     size_ = options.get_int("samples", spec.split == "test" ? 1000 : 10000, 0);
@@ -49,10 +70,9 @@ class SyntheticDataset : public Dataset {
 
   Batch fetch(std::span<const int64_t> indices) const override {
     const int64_t n = static_cast<int64_t>(indices.size());
-    std::vector<int64_t> dims{n};
-    dims.insert(dims.end(), shape_.begin(), shape_.end());
-    Tensor input = Tensor::uninitialized(TensorDesc{DType::f32, Shape(dims)});
-    Tensor labels = Tensor::uninitialized(TensorDesc{DType::i64, Shape{n}});
+    Batch batch = data::allocate_sample_batch(n, shape_);
+    Tensor& input = batch.at(kDataInput);
+    Tensor& labels = batch.at(kDataLabels);
     for (int64_t b = 0; b < n; ++b) {
       const int64_t i = indices[static_cast<size_t>(b)];
       const int64_t y = label(i);
@@ -61,15 +81,14 @@ class SyntheticDataset : public Dataset {
       RngStream rng = inputs_;
       rng.seek(static_cast<uint64_t>(i) << kWindowBits);
       if (learnable_) {
-        RngStream proto = prototypes_;
-        proto.seek(static_cast<uint64_t>(y) << kWindowBits);
-        for (int64_t e = 0; e < elements_; ++e)
-          x[e] = proto.uniform_float() + static_cast<float>(rng.normal(0, noise_));
+        fill_normal(rng, x, elements_, static_cast<float>(noise_));
+        const std::vector<float> proto = prototype(y);
+        for (int64_t e = 0; e < elements_; ++e) x[e] += proto[static_cast<size_t>(e)];
       } else {
         for (int64_t e = 0; e < elements_; ++e) x[e] = rng.uniform_float();
       }
     }
-    return {{kDataInput, std::move(input)}, {kDataLabels, std::move(labels)}};
+    return batch;
   }
 
   int64_t label(int64_t index) const override {
@@ -80,11 +99,32 @@ class SyntheticDataset : public Dataset {
   }
 
  private:
+  // Class y's prototype: per channel plane, a grid of at most 4x4 cells with uniform [0, 1) values,
+  // each cell a block of about H/4 x W/4 pixels. Coarse on purpose: per-pixel white noise would be
+  // averaged away by convolutions and pooling, so a convolutional network could hardly learn it,
+  // while blocks survive them. Rank-1 samples (feature vectors) get one value per element.
+  std::vector<float> prototype(int64_t y) const {
+    const size_t rank = shape_.size();
+    const int64_t h = rank >= 2 ? shape_[rank - 2] : 1, w = shape_.back();
+    const int64_t gh = std::min<int64_t>(h, kPrototypeGrid), gw = rank >= 2 ? std::min<int64_t>(w, kPrototypeGrid) : w;
+    const int64_t planes = elements_ / (h * w);
+    RngStream rng = prototypes_;
+    rng.seek(static_cast<uint64_t>(y) << kWindowBits);
+    std::vector<float> cells(static_cast<size_t>(planes * gh * gw));
+    for (float& c : cells) c = rng.uniform_float();
+    std::vector<float> out(static_cast<size_t>(elements_));
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t j = 0; j < w; ++j)
+          out[static_cast<size_t>((p * h + i) * w + j)] = cells[static_cast<size_t>((p * gh + i * gh / h) * gw + j * gw / w)];
+    return out;
+  }
+
   std::string format_;
   RngStream inputs_;
-  // One fixed image per class (window `class` of this stream), uniform in [0, 1) like pixel
-  // intensities and shared by both splits, so what is learnt from train carries over to test.
-  // Regenerated per sample rather than stored: 1000 classes of 3x224x224 would be 600 MB.
+  // One fixed image per class (window `class` of this stream), shared by both splits so that what
+  // is learnt from train carries over to test. Regenerated per sample rather than stored: 1000
+  // classes of 3x224x224 would be 600 MB.
   RngStream prototypes_;
   RngStream labels_;
   bool learnable_;
@@ -101,14 +141,8 @@ std::vector<int64_t> parse_dims(const std::string& text, const std::string& what
   while (start <= text.size()) {
     const size_t sep = text.find_first_of("x,", start);
     const std::string item = text.substr(start, sep == std::string::npos ? std::string::npos : sep - start);
-    int64_t d = 0;
-    size_t used = 0;
-    try {
-      d = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    D5_CHECK_ARG(used == item.size() && !item.empty() && d > 0,
+    const int64_t d = data::to_int(item).value_or(0);
+    D5_CHECK_ARG(d > 0,
                  "{}: '{}' is not a shape; write positive extents separated by x, e.g. 1x28x28", what, text);
     dims.push_back(d);
     if (sep == std::string::npos) break;

@@ -85,7 +85,8 @@ TEST(Mnist, NormalizeOptionAppliesMeanAndStd) {
   int64_t n = 0;
   std::vector<int64_t> all(1000);
   for (int64_t i = 0; i < 1000; ++i) all[static_cast<size_t>(i)] = i * 10;
-  for (float v : normalized->fetch(all).at(kDataInput).span<float>()) {
+  const Batch batch = normalized->fetch(all);  // kept alive: the loop reads its tensor
+  for (float v : batch.at(kDataInput).span<float>()) {
     sum += v;
     sq += double{v} * v;
     ++n;

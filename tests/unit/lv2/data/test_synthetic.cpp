@@ -139,6 +139,7 @@ TEST(Synthetic, RefusesBadOptions) {
   EXPECT_THROW(open_synthetic({{"samples", "-1"}}), InvalidArgument);
   EXPECT_THROW(open_synthetic({{"dtype", "f16"}}), InvalidArgument);
   EXPECT_THROW(open_synthetic({{"noise", "1"}}), InvalidArgument);  // only the learnable variant has noise
+  EXPECT_THROW(open_synthetic({}, 7, "synthetic", "validation"), InvalidArgument);
   const auto ds = open_synthetic({{"samples", "5"}});
   EXPECT_THROW(ds->label(5), InvalidArgument);
   const int64_t bad[] = {-1};

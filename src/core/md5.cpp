@@ -1,9 +1,7 @@
-// Written from RFC 1321 (sections 3.1-3.5).
+// Written from RFC 1321 (sections 3.3-3.5; the message padding is shared with SHA-256, block_hash.h).
 #include "deep500/md5.h"
 
-#include <algorithm>
-#include <cstring>
-
+#include "block_hash.h"
 #include "deep500/error.h"
 
 namespace d5 {
@@ -68,32 +66,13 @@ void Md5::compress(const uint8_t* block) {
 
 void Md5::update(const void* data, size_t size) {
   D5_CHECK(!finished_, Internal, "Md5::update after digest()");
-  const auto* p = static_cast<const uint8_t*>(data);
-  total_bytes_ += size;
-  while (size > 0) {
-    const size_t take = std::min(size, buffer_.size() - buffered_);
-    std::memcpy(buffer_.data() + buffered_, p, take);
-    buffered_ += take;
-    p += take;
-    size -= take;
-    if (buffered_ == buffer_.size()) {
-      compress(buffer_.data());
-      buffered_ = 0;
-    }
-  }
+  detail::hash_absorb(buffer_, buffered_, total_bytes_, data, size, [this](const uint8_t* b) { compress(b); });
 }
 
 std::array<uint8_t, 16> Md5::digest() {
   D5_CHECK(!finished_, Internal, "Md5::digest called twice");
-  // Padding as in SHA-256 but with the bit length little-endian.
-  const uint64_t bits = total_bytes_ * 8;
-  const uint8_t one = 0x80;
-  update(&one, 1);
-  const uint8_t zero = 0;
-  while (buffered_ != 56) update(&zero, 1);
-  uint8_t length[8];
-  for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(bits >> (8 * i));
-  update(length, 8);
+  detail::hash_pad(buffer_, buffered_, total_bytes_, detail::LengthOrder::little_endian,
+                   [this](const uint8_t* b) { compress(b); });
   finished_ = true;
   std::array<uint8_t, 16> out;
   for (int i = 0; i < 4; ++i)
@@ -102,13 +81,8 @@ std::array<uint8_t, 16> Md5::digest() {
 }
 
 std::string Md5::hex_digest() {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string s;
-  for (uint8_t b : digest()) {
-    s += kHex[b >> 4];
-    s += kHex[b & 15];
-  }
-  return s;
+  const auto d = digest();
+  return detail::lowercase_hex(d);
 }
 
 std::string md5_hex(std::string_view data) {

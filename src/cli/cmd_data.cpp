@@ -1,0 +1,172 @@
+// d5 data: the dataset formats and downloadable sets (list), downloads with verification
+// (download), and what a dataset holds (info).
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli_common.h"
+#include "deep500/dataset.h"
+#include "deep500/downloader.h"
+#include "deep500/error.h"
+
+namespace d5::cli {
+
+namespace {
+using nlohmann::json;
+
+int run_list(const OutputOptions& out) {
+  register_builtin_datasets();
+  json formats = json::array(), sets = json::array();
+  std::string text = "Formats (--dataset NAME):\n";
+  for (const auto& [name, description] : dataset_formats()) {
+    text += fmt::format("  {:<22}{}\n", name, description);
+    formats.push_back({{"name", name}, {"description", description}});
+  }
+  text += fmt::format("\nDownloadable (d5 data download NAME{}):\n",
+                      download_supported() ? "" : "; this build has no libcurl, so downloads are refused");
+  for (const auto& d : download_catalog()) {
+    json files = json::array();
+    std::vector<std::string> splits;
+    for (const auto& f : d.files) {
+      files.push_back({{"name", f.name},
+                       {"split", f.split},
+                       {"checksum_kind", f.sha256.empty() ? "md5" : "sha256"},
+                       {"checksum", f.sha256.empty() ? f.md5 : f.sha256}});
+      if (std::find(splits.begin(), splits.end(), f.split) == splits.end()) splits.push_back(f.split);
+    }
+    text += fmt::format("  {:<22}{}\n  {:<22}from {}\n", d.name, d.description, "", fmt::join(d.base_urls, " or "));
+    sets.push_back({{"name", d.name}, {"description", d.description}, {"base_urls", d.base_urls}, {"files", files}});
+  }
+  emit_text(text, json{{"formats", formats}, {"downloadable", sets}, {"download_supported", download_supported()}},
+            out);
+  return kExitOk;
+}
+
+struct DownloadArgs {
+  std::string name, dir, mirror, split = "all";
+  OutputOptions out;
+};
+
+int run_download(const DownloadArgs& a) {
+  DownloadOptions o;
+  o.dir = a.dir.empty() ? default_data_dir(a.name) : a.dir;
+  o.mirror = a.mirror;
+  o.split = a.split;
+  o.progress = isatty(STDERR_FILENO) != 0;
+  const std::vector<DownloadedFile> files = download_dataset(a.name, o);
+  json list = json::array();
+  std::string text;
+  for (const auto& f : files) {
+    list.push_back({{"name", f.name},
+                    {"path", f.path},
+                    {"url", f.url},
+                    {"fetched", f.fetched},
+                    {"resumed", f.resumed},
+                    {"bytes_transferred", f.bytes_transferred},
+                    {"size", f.size},
+                    {"checksum_kind", f.checksum_kind},
+                    {"checksum", f.checksum},
+                    {"seconds", f.seconds}});
+    const std::string how = !f.fetched ? "already present" : f.resumed ? "resumed" : "downloaded";
+    text += fmt::format("{:<28} {:>12} bytes  {:<16} {} {} verified\n", f.name, f.size, how, f.checksum_kind,
+                        f.checksum);
+  }
+  text += fmt::format("{} file(s) in {}\n", files.size(), o.dir);
+  emit_text(text, json{{"dataset", a.name}, {"dir", o.dir}, {"split", a.split}, {"files", list}}, a.out);
+  return kExitOk;
+}
+
+struct InfoArgs {
+  std::string dataset, data_dir, split = "train";
+  std::vector<std::string> set;
+  OutputOptions out;
+};
+
+int run_info(const InfoArgs& a, const GlobalOptions& g) {
+  register_builtin_datasets();
+  DatasetSpec spec;
+  spec.name = a.dataset;
+  spec.data_dir = a.data_dir;
+  spec.split = a.split;
+  spec.seed = g.seed;
+  for (const auto& kv : a.set) {
+    const size_t eq = kv.find('=');
+    D5_CHECK_ARG(eq != std::string::npos && eq > 0, "--set '{}': write KEY=VALUE, e.g. --set range=0:8000", kv);
+    spec.options[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  const auto ds = open_dataset(spec);
+  json samples = json::object();
+  std::string text = fmt::format("dataset   {} (split {})\nsamples   {}\nclasses   {}\n", ds->name(), spec.split,
+                                 ds->size(), ds->classes());
+  for (const auto& [name, desc] : ds->sample_descs()) {
+    samples[name] = {{"dtype", std::string(to_string(desc.dtype))}, {"shape", desc.shape.dims()}};
+    text += fmt::format("{:<10}{} per sample\n", name, desc.to_string());
+  }
+  json j{{"dataset", ds->name()},
+         {"format", spec.name},
+         {"split", spec.split},
+         {"data_dir", spec.data_dir},
+         {"options", spec.options},
+         {"size", ds->size()},
+         {"classes", ds->classes()},
+         {"samples", samples}};
+  if (ds->classes() > 0) {
+    std::vector<int64_t> histogram(static_cast<size_t>(ds->classes()));
+    for (int64_t i = 0; i < ds->size(); ++i) {
+      const int64_t y = ds->label(i);
+      D5_CHECK(y >= 0 && y < ds->classes(), FormatError, "{}: sample {} has label {}, outside its {} classes",
+               ds->name(), i, y, ds->classes());
+      ++histogram[static_cast<size_t>(y)];
+    }
+    j["label_histogram"] = histogram;
+    text += "histogram class: count\n";
+    for (size_t c = 0; c < histogram.size(); ++c) text += fmt::format("{:>14}: {}\n", c, histogram[c]);
+  }
+  emit_text(text, j, a.out);
+  return kExitOk;
+}
+
+}  // namespace
+
+Command register_data(CLI::App& app, const GlobalOptions& g) {
+  auto* data = app.add_subcommand("data", "Level 2: datasets (list formats and sets, download, info)");
+  data->require_subcommand(1);
+
+  auto* list = data->add_subcommand("list", "Dataset formats, and the sets 'd5 data download' fetches");
+  auto list_out = std::make_shared<OutputOptions>();
+  add_output_options(*list, *list_out);
+
+  auto* download = data->add_subcommand("download", "Download a dataset into the cache and verify its checksums");
+  auto d = std::make_shared<DownloadArgs>();
+  download->add_option("name", d->name, "mnist, fashion-mnist, cifar10 or cifar100 (see 'd5 data list')")->required();
+  download->add_option("--dir", d->dir, "Directory for the files (default: $D5_DATA_DIR/NAME, else ~/.cache/deep500/NAME)");
+  download->add_option("--mirror", d->mirror,
+                       "Base URL to fetch from instead of the canonical one (file name appended; default: "
+                       "$D5_DATA_MIRROR); file:// works");
+  download->add_option("--split", d->split, "Which files: train, test or all")
+      ->check(CLI::IsMember({"train", "test", "all"}))
+      ->default_val("all");
+  add_output_options(*download, d->out);
+
+  auto* info = data->add_subcommand("info", "Size, per-sample shapes, classes and label histogram of a dataset");
+  auto i = std::make_shared<InfoArgs>();
+  info->add_option("--dataset", i->dataset, "Dataset format (see 'd5 data list')")->required();
+  info->add_option("--data-dir", i->data_dir, "Directory of the files (default: the download cache)");
+  info->add_option("--split", i->split, "train or test")->default_val("train");
+  info->add_option("--set", i->set, "Format option KEY=VALUE (repeatable), e.g. --set range=0:8000")
+      ->allow_extra_args(false);
+  add_output_options(*info, i->out);
+
+  return {data, [list, download, info, list_out, d, i, &g]() -> int {
+            if (list->parsed()) return run_list(*list_out);
+            if (download->parsed()) return run_download(*d);
+            if (info->parsed()) return run_info(*i, g);
+            return kExitUsage;
+          }};
+}
+
+}  // namespace d5::cli

@@ -1,0 +1,160 @@
+// Integration tests of `d5 data`: the real binary listing, describing and downloading datasets.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "process.h"
+
+namespace d5::test {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kMnistDir = D5_SOURCE_DIR "/../shared/data/mnist";
+bool have_mnist() { return fs::exists(kMnistDir + "/t10k-images-idx3-ubyte.gz"); }
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "d5-cli-data-XXXXXX").string();
+    path_ = mkdtemp(t.data());
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+TEST(CliData, ListNamesFormatsAndDownloadableSets) {
+  const auto r = run_d5({"data", "list", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  std::set<std::string> formats, sets;
+  for (const auto& f : j["formats"]) formats.insert(f["name"]);
+  for (const auto& s : j["downloadable"]) sets.insert(s["name"]);
+  for (const char* f : {"mnist", "fashion-mnist", "npy", "synthetic", "synthetic-learnable"})
+    EXPECT_TRUE(formats.count(f)) << f;
+  for (const char* s : {"mnist", "fashion-mnist", "cifar10", "cifar100"}) EXPECT_TRUE(sets.count(s)) << s;
+  const auto console = run_d5({"data", "list"});
+  EXPECT_EQ(console.exit_code, 0);
+  EXPECT_NE(console.out.find("synthetic-learnable"), std::string::npos);
+}
+
+TEST(CliData, InfoOnMnistTestSplitWithRange) {
+  if (!have_mnist()) GTEST_SKIP() << "MNIST test split not found at " << kMnistDir;
+  const auto r = run_d5({"data", "info", "--dataset", "mnist", "--data-dir", kMnistDir, "--split", "test", "--format",
+                         "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["size"], 10000);
+  EXPECT_EQ(j["classes"], 10);
+  EXPECT_EQ(j["samples"]["input"]["shape"], nlohmann::json({1, 28, 28}));
+  EXPECT_EQ(j["samples"]["input"]["dtype"], "f32");
+  EXPECT_EQ(j["label_histogram"], nlohmann::json({980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009}));
+
+  TempDir out;
+  const std::string file = out.path() + "/info.json";
+  const auto ranged = run_d5({"data", "info", "--dataset", "mnist", "--data-dir", kMnistDir, "--split", "test", "--set",
+                              "range=8000:10000", "--format", "json", "-o", file});
+  ASSERT_EQ(ranged.exit_code, 0) << ranged.err;
+  const auto rj = nlohmann::json::parse(read_file(file));
+  EXPECT_EQ(rj["size"], 2000);
+  EXPECT_EQ(rj["dataset"], "mnist[8000:10000]");
+  const auto h = rj["label_histogram"].get<std::vector<int64_t>>();
+  EXPECT_EQ(std::accumulate(h.begin(), h.end(), int64_t{0}), 2000);
+}
+
+TEST(CliData, InfoOnSyntheticFollowsOptionsAndSeed) {
+  const std::vector<std::string> args = {"data", "info", "--dataset", "synthetic", "--set", "shape=3x4x4", "--set",
+                                         "classes=5", "--set", "samples=500", "--format", "json"};
+  const auto r = run_d5(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["size"], 500);
+  EXPECT_EQ(j["samples"]["input"]["shape"], nlohmann::json({3, 4, 4}));
+  EXPECT_EQ(j["label_histogram"].size(), 5u);
+  EXPECT_EQ(run_d5(args).out, r.out);  // same seed, same labels
+  auto seeded = args;
+  seeded.insert(seeded.begin(), {"--seed", "99"});
+  EXPECT_NE(run_d5(seeded).out, r.out);
+}
+
+TEST(CliData, ErrorsMapToExitCodes) {
+  auto r = run_d5({"data", "info", "--dataset", "imagenet-22k"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("known:"), std::string::npos) << r.err;
+  r = run_d5({"data", "info", "--dataset", "synthetic", "--set", "colour=1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("colour"), std::string::npos) << r.err;
+  r = run_d5({"data", "info", "--dataset", "synthetic", "--set", "noequals"});
+  EXPECT_EQ(r.exit_code, 2);
+  TempDir empty;
+  r = run_d5({"data", "info", "--dataset", "mnist", "--data-dir", empty.path()});
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_NE(r.err.find("d5 data download mnist"), std::string::npos) << r.err;
+  r = run_d5({"data", "download", "imagenet"});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(CliData, DownloadFromAFileMirrorThenInfoReadsTheCache) {
+  if (!have_mnist()) GTEST_SKIP() << "MNIST test split not found at " << kMnistDir;
+  const auto probe = nlohmann::json::parse(run_d5({"data", "list", "--format", "json"}).out);
+  if (!probe["download_supported"].get<bool>()) {
+    const auto r = run_d5({"data", "download", "mnist", "--mirror", "file://" + kMnistDir});
+    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_NE(r.err.find("libcurl4-openssl-dev"), std::string::npos) << r.err;
+    GTEST_SKIP() << "built without libcurl";
+  }
+  TempDir dir;
+  const std::vector<std::string> args = {"data", "download", "mnist", "--split", "test", "--dir", dir.path(),
+                                         "--mirror", "file://" + kMnistDir, "--format", "json"};
+  const auto first = run_d5(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_TRUE(first.err.empty()) << "no progress bar when stderr is not a terminal: " << first.err;
+  const auto j = nlohmann::json::parse(first.out);
+  ASSERT_EQ(j["files"].size(), 2u);
+  for (const auto& f : j["files"]) {
+    EXPECT_TRUE(f["fetched"].get<bool>());
+    EXPECT_EQ(f["checksum_kind"], "sha256");
+  }
+  const auto again = nlohmann::json::parse(run_d5(args).out);
+  for (const auto& f : again["files"]) EXPECT_FALSE(f["fetched"].get<bool>());
+
+  // The default cache directory is $D5_DATA_DIR/NAME: info finds the files without --data-dir.
+  setenv("D5_DATA_DIR", (dir.path() + "/cache").c_str(), 1);
+  const auto cached = run_d5({"data", "download", "mnist", "--split", "test", "--mirror", "file://" + kMnistDir});
+  EXPECT_EQ(cached.exit_code, 0) << cached.err;
+  const auto info = run_d5({"data", "info", "--dataset", "mnist", "--split", "test", "--format", "json"});
+  unsetenv("D5_DATA_DIR");
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_EQ(nlohmann::json::parse(info.out)["size"], 10000);
+  EXPECT_TRUE(fs::exists(dir.path() + "/cache/mnist/t10k-labels-idx1-ubyte.gz"));
+}
+
+TEST(CliData, CorruptMirrorFailsWithExitCode4) {
+  if (!have_mnist()) GTEST_SKIP() << "MNIST test split not found at " << kMnistDir;
+  const auto probe = nlohmann::json::parse(run_d5({"data", "list", "--format", "json"}).out);
+  if (!probe["download_supported"].get<bool>()) GTEST_SKIP() << "built without libcurl";
+  TempDir mirror, dest;
+  fs::copy_file(kMnistDir + "/t10k-images-idx3-ubyte.gz", mirror.path() + "/t10k-images-idx3-ubyte.gz");
+  std::ofstream(mirror.path() + "/t10k-labels-idx1-ubyte.gz") << "not the labels";
+  const auto r = run_d5({"data", "download", "mnist", "--split", "test", "--dir", dest.path(), "--mirror",
+                         "file://" + mirror.path()});
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_NE(r.err.find("expected f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6"), std::string::npos)
+      << r.err;
+  EXPECT_TRUE(fs::exists(dest.path() + "/t10k-images-idx3-ubyte.gz"));  // the good file is kept
+  EXPECT_FALSE(fs::exists(dest.path() + "/t10k-labels-idx1-ubyte.gz"));
+}
+
+}  // namespace d5::test
