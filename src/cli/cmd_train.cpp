@@ -1,0 +1,273 @@
+// d5 train: a network trained on a dataset with an optimizer; loss and accuracy curves, time to
+// accuracy, throughput, checkpoints.
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "cli_common.h"
+#include "deep500/data_loader.h"
+#include "deep500/dataset.h"
+#include "deep500/error.h"
+#include "deep500/graph_executor.h"
+#include "deep500/loss_head.h"
+#include "deep500/manifest.h"
+#include "deep500/model_zoo.h"
+#include "deep500/op_registry.h"
+#include "deep500/optimizer.h"
+#include "deep500/reporter.h"
+#include "deep500/samplers.h"
+#include "deep500/trainer.h"
+#ifdef D5_HAVE_ONNX
+#include "deep500/onnx_export.h"
+#include "deep500/onnx_import.h"
+#endif
+
+namespace d5::cli {
+
+namespace {
+
+struct TrainOpts {
+  OutputOptions out;
+  std::string model, dataset, data_dir, train_split = "train", test_split = "test", train_range, test_range;
+  std::vector<std::string> sets;  // key=value dataset options
+  bool no_test = false;
+  std::string optimizer = "sgd";
+  double lr = 0.01, momentum = 0, weight_decay = 0, beta1 = 0, beta2 = 0, eps = 0;
+  std::vector<std::string> hypers;  // key=value
+  int64_t batch = 64, epochs = 0, steps = 0;
+  std::string sampler = "shuffle";
+  double target = 0, time_limit = 0;
+  int64_t test_every_epochs = 1, test_every_steps = 0, train_accuracy_every = 1;
+  std::string backend = "reference";
+  std::string checkpoint, resume, save_model;
+  int64_t checkpoint_every = 0;
+  int64_t prefetch = 2;
+  CLI::App* cmd = nullptr;
+};
+
+std::pair<std::string, std::string> key_value(const std::string& s, const char* option) {
+  const auto eq = s.find('=');
+  D5_CHECK_ARG(eq != std::string::npos && eq > 0, "{} '{}' is not KEY=VALUE", option, s);
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+std::unique_ptr<Dataset> open_split(const TrainOpts& o, const std::string& split, const std::string& range,
+                                    uint64_t seed) {
+  DatasetSpec spec;
+  spec.name = o.dataset;
+  spec.data_dir = o.data_dir;
+  spec.split = split;
+  spec.seed = seed;
+  for (const auto& s : o.sets) spec.options.insert(key_value(s, "--set"));
+  if (!range.empty()) spec.options["range"] = range;
+  return open_dataset(spec);
+}
+
+Hyperparameters hyperparameters(const TrainOpts& o) {
+  Hyperparameters h;
+  // Only what the user gave: every optimizer keeps torch.optim's defaults for the rest.
+  const std::pair<const char*, std::pair<const char*, double>> named[] = {
+      {"--lr", {"lr", o.lr}},         {"--momentum", {"momentum", o.momentum}},
+      {"--weight-decay", {"weight_decay", o.weight_decay}}, {"--beta1", {"beta1", o.beta1}},
+      {"--beta2", {"beta2", o.beta2}}, {"--eps", {"eps", o.eps}}};
+  for (const auto& [flag, kv] : named) {
+    if (o.cmd->count(flag) > 0) h[kv.first] = kv.second;
+  }
+  for (const auto& s : o.hypers) {
+    const auto [k, v] = key_value(s, "--hyper");
+    try {
+      size_t used = 0;
+      h[k] = std::stod(v, &used);
+      D5_CHECK_ARG(used == v.size(), "--hyper {}: '{}' is not a number", k, v);
+    } catch (const std::logic_error&) {
+      D5_THROW(InvalidArgument, "--hyper {}: '{}' is not a number", k, v);
+    }
+  }
+  return h;
+}
+
+struct TrainNetwork {
+  Network network;
+  std::string source;
+};
+
+// A zoo model is built for the dataset's sample shape and classes, with its loss; a classifier
+// from a file gets a softmax cross-entropy loss appended to its output.
+TrainNetwork load_train_network(const TrainOpts& o, const Dataset& data, uint64_t seed) {
+  if (std::filesystem::exists(o.model)) {
+#ifdef D5_HAVE_ONNX
+    ImportOptions io;
+    io.batch = o.batch;
+    Network net = import_onnx_file(o.model, io);
+    append_softmax_cross_entropy(net, kZooLabels, kZooLoss);
+    return {std::move(net), "onnx:" + o.model};
+#else
+    D5_THROW(Unimplemented, "'{}': this d5 was built without ONNX support (libonnx-dev), so it cannot load model "
+             "files", o.model);
+#endif
+  }
+  const auto descs = data.sample_descs();
+  auto in = descs.find(kDataInput);
+  D5_CHECK_ARG(in != descs.end(), "dataset '{}' produces no '{}' tensor to train on", data.name(), kDataInput);
+  D5_CHECK_ARG(data.classes() > 0, "dataset '{}' has no class labels; d5 train trains classifiers", data.name());
+  ModelOptions mo;
+  mo.batch = o.batch;
+  mo.classes = data.classes();
+  mo.input_shape = in->second.shape.dims();
+  mo.with_loss = mo.training = true;
+  mo.seed = seed;
+  return {build_model(o.model, mo), "zoo:" + o.model};
+}
+
+std::string console_text(const Results& res, const TrainingResult& r) {
+  std::ostringstream s;
+  make_reporter("console")->write(res, s);
+  s << fmt::format("\n{} steps, {} epochs completed, stopped: {}\n", r.steps, r.epochs_completed, r.stop_reason);
+  s << fmt::format("training time {:.3f} s, test passes {:.3f} s, wall {:.3f} s, {:.1f} samples/s\n",
+                   r.training_time_s, r.test_time_s, r.wall_time_s, r.throughput());
+  if (!r.loss.empty()) s << fmt::format("final loss {:.5f}\n", r.loss.back().value);
+  if (!std::isnan(r.final_test_accuracy)) s << fmt::format("final test accuracy {:.4f}\n", r.final_test_accuracy);
+  if (r.reached_target) {
+    s << fmt::format("time to accuracy {:.3f} s of training ({:.3f} s wall), step {}, epoch {}\n",
+                     r.time_to_accuracy_s, r.wall_time_to_accuracy_s, r.target_step, r.target_epoch);
+  }
+  return s.str();
+}
+
+int run_train(const TrainOpts& o, const GlobalOptions& g) {
+  register_builtin_operators();
+  ExperimentSettings settings = settings_from(g);
+  D5_CHECK_ARG(o.epochs > 0 || o.steps > 0 || o.time_limit > 0 || o.target > 0,
+               "say how long to train: --epochs, --steps, --time-limit or --target-accuracy");
+  const uint64_t data_seed = settings.stream("train/data").seed();
+  auto train_set = open_split(o, o.train_split, o.train_range, data_seed);
+  std::unique_ptr<Dataset> test_set;
+  if (!o.no_test) test_set = open_split(o, o.test_split, o.test_range, data_seed);
+
+  TrainNetwork tn = load_train_network(o, *train_set, settings.stream("train/init").seed());
+  Network& net = tn.network;
+  if (isatty(STDERR_FILENO)) std::cerr << "d5: " << net.summary() << "\n";
+  ExecutorOptions eo;
+  eo.deterministic = true;
+  auto executor = make_executor(net, o.backend, eo);
+  auto optimizer = make_optimizer(o.optimizer, hyperparameters(o));
+  // A network's batch dimension is fixed: a last, smaller batch is left out of every epoch.
+  DataLoader loader(*train_set,
+                    make_sampler(o.sampler, *train_set, o.batch, /*drop_last=*/true,
+                                 settings.stream("train/sampler").seed()),
+                    DataLoaderOptions{o.prefetch, 1});
+
+  TrainingOptions to;
+  to.epochs = o.epochs;
+  to.max_steps = o.steps;
+  // A target or a time limit alone trains for as many epochs as it takes.
+  if (to.epochs == 0 && to.max_steps == 0) to.max_steps = std::numeric_limits<int64_t>::max();
+  to.target_accuracy = o.target;
+  to.time_limit_s = o.time_limit;
+  to.test_every_epochs = o.test_every_epochs;
+  to.test_every_steps = o.test_every_steps;
+  to.train_accuracy_every = o.train_accuracy_every;
+  to.checkpoint_path = o.checkpoint;
+  to.checkpoint_every = o.checkpoint_every;
+  Trainer trainer(*executor, loader, test_set.get(), *optimizer, to);
+  if (!o.resume.empty()) trainer.resume(o.resume);
+  const TrainingResult r = trainer.train();
+  if (!o.save_model.empty()) {
+#ifdef D5_HAVE_ONNX
+    export_onnx_file(net, o.save_model);
+#else
+    D5_THROW(Unimplemented, "--save-model: this d5 was built without ONNX support (libonnx-dev)");
+#endif
+  }
+
+  Results res;
+  CaseResult c = training_case(net.name(), o.backend, to, r);
+  c.params["batch"] = o.batch;
+  c.params["optimizer"] = o.optimizer;
+  c.params["sampler"] = o.sampler;
+  c.params["prefetch"] = o.prefetch;
+  for (const auto& [k, v] : optimizer->hyperparameters()) c.params["hyperparameters"][k] = v;
+  res.cases.push_back(std::move(c));
+  res.manifest = make_manifest(settings);
+  res.manifest["extra"] = {{"model", o.model},
+                           {"source", tn.source},
+                           {"network", net.summary()},
+                           {"dataset", {{"name", o.dataset},
+                                        {"data_dir", o.data_dir},
+                                        {"train", {{"split", o.train_split}, {"range", o.train_range},
+                                                   {"samples", train_set->size()}}}}}};
+  if (test_set) {
+    res.manifest["extra"]["dataset"]["test"] = {
+        {"split", o.test_split}, {"range", o.test_range}, {"samples", test_set->size()}};
+  }
+  if (!o.resume.empty()) res.manifest["extra"]["resumed_from"] = o.resume;
+  emit_text(console_text(res, r), to_json(res), o.out);
+  return exit_code_for(res);
+}
+
+}  // namespace
+
+Command register_train(CLI::App& app, const GlobalOptions& g) {
+  auto* cmd = app.add_subcommand("train",
+                                 "Train a network on a dataset: loss and accuracy curves, time to accuracy, "
+                                 "throughput, checkpoints");
+  auto o = std::make_shared<TrainOpts>();
+  o->cmd = cmd;
+  cmd->add_option("--model", o->model, "A model zoo name (see 'd5 models list') or a classifier ONNX file")
+      ->required();
+  cmd->add_option("--dataset", o->dataset, "Dataset format: mnist, npy, synthetic, ...")->required();
+  cmd->add_option("--data-dir", o->data_dir, "Where the dataset's files are (default: the cache directory)");
+  cmd->add_option("--train-split", o->train_split, "Split to train on")->default_val("train");
+  cmd->add_option("--test-split", o->test_split, "Split to test on")->default_val("test");
+  cmd->add_option("--train-range", o->train_range, "Samples B:E of the training split (dataset option range)");
+  cmd->add_option("--test-range", o->test_range, "Samples B:E of the test split");
+  cmd->add_option("--set", o->sets, "Dataset option KEY=VALUE, for both splits (repeatable)");
+  cmd->add_flag("--no-test", o->no_test, "No test set: no test accuracy, no target");
+  cmd->add_option("--optimizer", o->optimizer, "Optimizer (sgd, momentum, adam, torch-adam, ...)")
+      ->default_val("sgd");
+  cmd->add_option("--lr", o->lr, "Learning rate")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--momentum", o->momentum, "Momentum");
+  cmd->add_option("--weight-decay", o->weight_decay, "Weight decay");
+  cmd->add_option("--beta1", o->beta1, "Adam's beta1");
+  cmd->add_option("--beta2", o->beta2, "Adam's beta2");
+  cmd->add_option("--eps", o->eps, "Adam's, AdaGrad's, RMSProp's epsilon");
+  cmd->add_option("--hyper", o->hypers, "Any other hyperparameter KEY=VALUE (repeatable)");
+  cmd->add_option("--batch", o->batch, "Batch size")->check(CLI::PositiveNumber)->default_val(64);
+  auto* epochs = cmd->add_option("--epochs", o->epochs, "Epochs to train")->check(CLI::PositiveNumber);
+  cmd->add_option("--steps", o->steps, "Steps to train")->check(CLI::PositiveNumber)->excludes(epochs);
+  cmd->add_option("--sampler", o->sampler, "ordered: the first samples in order; shuffle: reshuffled every epoch")
+      ->check(CLI::IsMember({"ordered", "shuffle"}))
+      ->default_val("shuffle");
+  cmd->add_option("--target-accuracy", o->target, "Stop at this test accuracy (a fraction); time to accuracy")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--time-limit", o->time_limit, "Stop after this many seconds of training")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--test-every", o->test_every_epochs, "Epochs between test passes (0: only at the end)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(1);
+  cmd->add_option("--test-every-steps", o->test_every_steps, "Also test every this many steps")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--train-accuracy-every", o->train_accuracy_every,
+                  "Steps between training-accuracy samples (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(1);
+  cmd->add_option("--prefetch", o->prefetch, "Batches loaded ahead of training on a background thread (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(2);
+  cmd->add_option("--backend", o->backend, "Executor: reference, onednn, torch")->default_val("reference");
+  cmd->add_option("--checkpoint", o->checkpoint, "Save a checkpoint here at the end (and every --checkpoint-every)");
+  cmd->add_option("--checkpoint-every", o->checkpoint_every, "Steps between checkpoints")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--resume", o->resume, "Continue the run saved in this checkpoint");
+  cmd->add_option("--save-model", o->save_model, "Write the trained network as ONNX");
+  add_output_options(*cmd, o->out);
+  return {cmd, [o, &g] { return run_train(*o, g); }};
+}
+
+}  // namespace d5::cli

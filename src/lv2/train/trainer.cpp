@@ -1,0 +1,321 @@
+// The training loop: batches from the sampler, steps through the optimizer, test passes, limits.
+#include "deep500/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "deep500/error.h"
+#include "deep500/training_metrics.h"
+
+namespace d5 {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+Trainer::Trainer(GraphExecutor& executor, const Dataset& train_set, const Dataset* test_set, Optimizer& optimizer,
+                 Sampler& sampler, TrainingOptions options)
+    : executor_(executor),
+      train_set_(train_set),
+      test_set_(test_set),
+      optimizer_(optimizer),
+      sampler_(&sampler),
+      options_(std::move(options)) {
+  check_setup(sampler.batch_size(), sampler.dataset_size());
+}
+
+Trainer::Trainer(GraphExecutor& executor, DataLoader& loader, const Dataset* test_set, Optimizer& optimizer,
+                 TrainingOptions options)
+    : executor_(executor),
+      train_set_(loader.dataset()),
+      test_set_(test_set),
+      optimizer_(optimizer),
+      loader_(&loader),
+      options_(std::move(options)) {
+  check_setup(loader.batch_size(), loader.dataset().size());
+}
+
+void Trainer::check_setup(int64_t source_batch, int64_t source_size) {
+  const TrainingOptions& o = options_;
+  D5_CHECK_ARG(o.epochs >= 0 && o.max_steps >= 0, "epochs ({}) and steps ({}) cannot be negative", o.epochs,
+               o.max_steps);
+  D5_CHECK_ARG(o.epochs > 0 || o.max_steps > 0, "training needs a limit: a number of epochs or of steps");
+  D5_CHECK_ARG(o.target_accuracy >= 0 && o.target_accuracy <= 1,
+               "target accuracy {} is not a fraction in (0, 1] (0: no target)", o.target_accuracy);
+  D5_CHECK_ARG(o.target_accuracy == 0 || test_set_ != nullptr, "a target accuracy needs a test set");
+  D5_CHECK_ARG(o.time_limit_s >= 0, "time limit {} s is negative", o.time_limit_s);
+  D5_CHECK_ARG(o.train_accuracy_every >= 0 && o.test_every_epochs >= 0 && o.test_every_steps >= 0 &&
+                   o.checkpoint_every >= 0,
+               "intervals (accuracy, test, checkpoint) cannot be negative");
+  D5_CHECK_ARG(o.checkpoint_every == 0 || !o.checkpoint_path.empty(),
+               "checkpoints every {} steps need a checkpoint path", o.checkpoint_every);
+
+  Network& net = executor_.network();
+  if (!net.inferred()) net.infer();
+  const auto& inputs = net.inputs();
+  D5_CHECK_ARG(std::find(inputs.begin(), inputs.end(), o.input) != inputs.end(),
+               "network '{}' has no graph input '{}' for the samples", net.name(), o.input);
+  const Shape& in_shape = net.desc(o.input).shape;
+  D5_CHECK_ARG(in_shape.rank() >= 1, "graph input '{}' has no batch dimension", o.input);
+  batch_ = in_shape[0];
+  D5_CHECK_ARG(source_batch == batch_,
+               "the sampler draws batches of {} samples but network '{}' takes batches of {} ('{}' is {})",
+               source_batch, net.name(), batch_, o.input, in_shape.to_string());
+  D5_CHECK_ARG(source_size == train_set_.size(), "the sampler was made for {} samples but training set '{}' has {}",
+               source_size, train_set_.name(), train_set_.size());
+  const auto& outputs = net.outputs();
+  for (const std::string& t : {o.loss, o.logits}) {
+    D5_CHECK_ARG(std::find(outputs.begin(), outputs.end(), t) != outputs.end(),
+                 "network '{}' has no graph output '{}' (outputs: {})", net.name(), t, fmt::join(outputs, ", "));
+  }
+}
+
+bool Trainer::fire(const std::function<bool(TrainingEvent&)>& hook) {
+  bool go_on = true;
+  for (auto& e : events_) go_on = hook(*e) && go_on;
+  return go_on;
+}
+
+std::optional<Batch> Trainer::next_batch() {
+  if (loader_) {
+    std::optional<Batch> b = loader_->next();
+    if (b) {
+      const auto n = static_cast<int64_t>(loader_->last_indices().size());
+      D5_CHECK_ARG(n == batch_,
+                   "the loader handed out a batch of {} samples but the network takes {}: a network with a fixed "
+                   "batch size needs a sampler with drop_last",
+                   n, batch_);
+    }
+    return b;
+  }
+  const std::vector<int64_t> indices = sampler_->next();
+  if (indices.empty()) return std::nullopt;
+  D5_CHECK_ARG(static_cast<int64_t>(indices.size()) == batch_,
+               "the sampler handed out a batch of {} samples but the network takes {}: a network with a fixed "
+               "batch size needs a sampler with drop_last",
+               indices.size(), batch_);
+  return train_set_.fetch(indices);
+}
+
+void Trainer::begin_next_epoch() {
+  if (loader_) {
+    loader_->start_next_epoch();
+  } else {
+    sampler_->reset();
+  }
+}
+
+int64_t Trainer::batches_per_epoch() { return loader_ ? loader_->batches_per_epoch() : sampler_->batches_per_epoch(); }
+
+SamplerState Trainer::position() const { return loader_ ? loader_->state() : sampler_->state(); }
+
+void Trainer::set_position(const SamplerState& state) {
+  if (loader_) {
+    loader_->restore(state);
+  } else {
+    sampler_->restore(state);
+  }
+}
+
+TensorMap Trainer::feeds_of(const Batch& batch) const {
+  TensorMap feeds;
+  for (const std::string& name : executor_.network().inputs()) {
+    const std::string key = name == options_.input ? kDataInput : name == options_.labels ? kDataLabels : name;
+    auto it = batch.find(key);
+    D5_CHECK_ARG(it != batch.end(), "the batch has no tensor '{}' for graph input '{}' of network '{}'", key, name,
+                 executor_.network().name());
+    feeds[name] = it->second;
+  }
+  return feeds;
+}
+
+double Trainer::test_accuracy() {
+  D5_CHECK_ARG(test_set_ != nullptr, "no test set to measure test accuracy on");
+  TestAccuracy metric;
+  metric.begin();
+  const int64_t n = test_set_->size();
+  std::vector<int64_t> indices(static_cast<size_t>(batch_));
+  for (int64_t first = 0; first < n; first += batch_) {
+    const int64_t rows = std::min(batch_, n - first);
+    // Pad a last partial batch with its first sample; only the real rows are counted.
+    for (int64_t i = 0; i < batch_; ++i) indices[static_cast<size_t>(i)] = i < rows ? first + i : first;
+    const Batch b = test_set_->fetch(indices);
+    const TensorMap out = executor_.inference(feeds_of(b));
+    auto logits = out.find(options_.logits);
+    D5_CHECK(logits != out.end(), Internal, "inference produced no '{}'", options_.logits);
+    metric.observe(logits->second, b.at(kDataLabels), rows);
+  }
+  metric.end();
+  D5_CHECK_ARG(!metric.samples().empty(), "test set '{}' is empty", test_set_->name());
+  return metric.samples().back();
+}
+
+bool Trainer::run_test(TrainingResult& result) {
+  if (!fire([&](TrainingEvent& e) { return e.before_test(progress_); })) return false;
+  const auto t0 = Clock::now();
+  const double acc = test_accuracy();
+  result.test_time_s += seconds_since(t0);
+  progress_.last_test_accuracy = acc;
+  result.test_accuracy.push_back({progress_.step, progress_.epoch, progress_.training_time_s, acc});
+  result.final_test_accuracy = acc;
+  if (options_.target_accuracy > 0 && !result.reached_target && acc >= options_.target_accuracy) {
+    result.reached_target = true;
+    result.time_to_accuracy_s = progress_.training_time_s;
+    result.target_step = progress_.step;
+    result.target_epoch = progress_.epoch + 1;
+  }
+  return fire([&](TrainingEvent& e) { return e.after_test(progress_, acc); });
+}
+
+TrainingResult Trainer::train() {
+  D5_CHECK_ARG(!trained_, "a Trainer trains once; make a new one (and resume() from a checkpoint) to go on");
+  trained_ = true;
+  const TrainingOptions& o = options_;
+  TrainingResult result;
+  const auto wall0 = Clock::now();
+  const double time_before = progress_.training_time_s;  // from a resumed checkpoint
+  TrainingAccuracy train_acc;
+  int64_t last_tested_step = -1;
+
+  auto update_wall = [&] { progress_.wall_time_s = seconds_since(wall0); };
+  auto test_now = [&]() -> bool {
+    update_wall();
+    const bool go_on = run_test(result);
+    last_tested_step = progress_.step;
+    if (result.reached_target && result.wall_time_to_accuracy_s == 0) {
+      result.wall_time_to_accuracy_s = seconds_since(wall0);
+    }
+    return go_on;
+  };
+
+  std::string stop;
+  if (!fire([&](TrainingEvent& e) { return e.before_training(progress_); })) stop = "event";
+  while (stop.empty()) {
+    progress_.epoch = position().epoch;
+    optimizer_.set_epoch(progress_.epoch);
+    if (o.epochs > 0 && progress_.epoch >= o.epochs) {
+      stop = "epochs";
+      break;
+    }
+    if (o.max_steps > 0 && progress_.step >= o.max_steps) {
+      stop = "steps";
+      break;
+    }
+    // A run resumed in the middle of an epoch has already begun it.
+    if (position().batch == 0 && !fire([&](TrainingEvent& e) { return e.before_epoch(progress_); })) {
+      stop = "event";
+      break;
+    }
+    bool epoch_done = false;
+    while (stop.empty()) {
+      if (o.max_steps > 0 && progress_.step >= o.max_steps) {
+        // The last step ended an epoch: finish it (its events and test pass) before stopping.
+        if (position().batch >= batches_per_epoch()) {
+          epoch_done = true;
+        } else {
+          stop = "steps";
+        }
+        break;
+      }
+      if (o.time_limit_s > 0 && progress_.training_time_s - time_before >= o.time_limit_s) {
+        stop = "time_limit";
+        break;
+      }
+      const auto t0 = Clock::now();
+      const std::optional<Batch> batch = next_batch();
+      if (!batch) {
+        epoch_done = true;
+        break;
+      }
+      const TensorMap feeds = feeds_of(*batch);
+      const double data_time = seconds_since(t0);
+      double step_time = data_time;
+      // Events run outside the timed parts.
+      if (!fire([&](TrainingEvent& e) { return e.before_batch(progress_, *batch); })) stop = "event";
+      const auto t1 = Clock::now();
+      step_metrics_.begin();
+      const TensorMap outputs = optimizer_.step(executor_, feeds, o.loss);
+      step_metrics_.end();
+      step_time += seconds_since(t1);
+
+      result.step_times_s.push_back(step_time);
+      result.data_times_s.push_back(data_time);
+      progress_.training_time_s += step_time;
+      ++progress_.step;
+      progress_.samples += batch_;
+      ++result.steps;
+      result.samples += batch_;
+      auto loss = outputs.find(o.loss);
+      D5_CHECK(loss != outputs.end(), Internal, "the training step returned no '{}'", o.loss);
+      progress_.last_loss = loss->second.get(0);
+      result.loss.push_back({progress_.step, progress_.epoch, progress_.training_time_s, progress_.last_loss});
+      if (o.train_accuracy_every > 0 && progress_.step % o.train_accuracy_every == 0) {
+        auto logits = outputs.find(o.logits);
+        D5_CHECK(logits != outputs.end(), Internal, "the training step returned no '{}'", o.logits);
+        train_acc.begin();
+        train_acc.observe(logits->second, feeds.at(o.labels));
+        train_acc.end();
+        result.train_accuracy.push_back(
+            {progress_.step, progress_.epoch, progress_.training_time_s, train_acc.samples().back()});
+      }
+      update_wall();
+      if (!fire([&](TrainingEvent& e) { return e.after_batch(progress_, outputs); }) && stop.empty()) {
+        stop = "event";
+      }
+      if (o.checkpoint_every > 0 && progress_.step % o.checkpoint_every == 0) save_checkpoint(o.checkpoint_path);
+      if (test_set_ && o.test_every_steps > 0 && progress_.step % o.test_every_steps == 0) {
+        if (!test_now() && stop.empty()) stop = "event";
+        if (result.reached_target && stop.empty()) stop = "target";
+      }
+    }
+    if (!epoch_done) break;
+    ++epochs_completed_;
+    update_wall();
+    bool go_on = fire([&](TrainingEvent& e) { return e.after_epoch(progress_); });
+    if (test_set_ && o.test_every_epochs > 0 && (progress_.epoch + 1) % o.test_every_epochs == 0 &&
+        last_tested_step != progress_.step) {
+      go_on = test_now() && go_on;
+    }
+    begin_next_epoch();
+    if (!go_on && stop.empty()) stop = "event";
+    if (result.reached_target && stop.empty()) stop = "target";
+  }
+  if (test_set_ && o.final_test && last_tested_step != progress_.step && stop != "event") test_now();
+  if (!o.checkpoint_path.empty()) save_checkpoint(o.checkpoint_path);
+  result.stop_reason = stop;
+  result.epochs_completed = epochs_completed_;
+  result.training_time_s = progress_.training_time_s - time_before;
+  update_wall();
+  result.wall_time_s = progress_.wall_time_s;
+  fire([&](TrainingEvent& e) {
+    e.after_training(progress_);
+    return true;
+  });
+  return result;
+}
+
+TrainingResult test_training(GraphExecutor& executor, const Dataset& train_set, const Dataset* test_set,
+                             Optimizer& optimizer, Sampler& sampler, const TrainingOptions& options,
+                             const std::vector<std::shared_ptr<TrainingEvent>>& events) {
+  Trainer trainer(executor, train_set, test_set, optimizer, sampler, options);
+  for (const auto& e : events) trainer.add_event(e);
+  return trainer.train();
+}
+
+TrainingResult test_training(GraphExecutor& executor, DataLoader& loader, const Dataset* test_set,
+                             Optimizer& optimizer, const TrainingOptions& options,
+                             const std::vector<std::shared_ptr<TrainingEvent>>& events) {
+  Trainer trainer(executor, loader, test_set, optimizer, options);
+  for (const auto& e : events) trainer.add_event(e);
+  return trainer.train();
+}
+
+}  // namespace d5

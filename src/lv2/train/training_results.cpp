@@ -1,0 +1,93 @@
+// A training run as a results case (results.h): summaries of the per-step series, the curves.
+#include <cmath>
+
+#include "deep500/error.h"
+#include "deep500/trainer.h"
+
+namespace d5 {
+
+namespace {
+
+MetricRecord record(const std::string& name, const std::string& unit, std::vector<double> samples) {
+  MetricRecord m;
+  m.name = name;
+  m.unit = unit;
+  m.samples = std::move(samples);
+  if (!m.samples.empty()) m.summary = summarize(m.samples);
+  return m;
+}
+
+std::vector<double> values(const std::vector<CurvePoint>& curve) {
+  std::vector<double> v;
+  v.reserve(curve.size());
+  for (const auto& p : curve) v.push_back(p.value);
+  return v;
+}
+
+nlohmann::json curve_json(const std::vector<CurvePoint>& curve) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& p : curve) {
+    j.push_back({{"step", p.step}, {"epoch", p.epoch}, {"training_time_s", p.training_time_s}, {"value", p.value}});
+  }
+  return j;
+}
+
+}  // namespace
+
+CaseResult training_case(const std::string& name, const std::string& backend, const TrainingOptions& options,
+                         const TrainingResult& r) {
+  CaseResult c;
+  c.name = name;
+  c.level = "L2";
+  c.backend = backend;
+  c.params = {{"epochs", options.epochs},
+              {"max_steps", options.max_steps},
+              {"target_accuracy", options.target_accuracy},
+              {"time_limit_s", options.time_limit_s}};
+  c.metrics.push_back(record("step_time", "s", r.step_times_s));
+  c.metrics.push_back(record("data_time", "s", r.data_times_s));
+  if (r.training_time_s > 0) c.metrics.push_back(record("throughput", "samples/s", {r.throughput()}));
+  c.metrics.push_back(record("loss", "", values(r.loss)));
+  if (!r.train_accuracy.empty()) c.metrics.push_back(record("training_accuracy", "fraction", values(r.train_accuracy)));
+  if (!r.test_accuracy.empty()) c.metrics.push_back(record("test_accuracy", "fraction", values(r.test_accuracy)));
+  if (r.reached_target) c.metrics.push_back(record("time_to_accuracy", "s", {r.time_to_accuracy_s}));
+
+  nlohmann::json& x = c.extra;
+  x["stop_reason"] = r.stop_reason;
+  x["steps"] = r.steps;
+  x["samples"] = r.samples;
+  x["epochs_completed"] = r.epochs_completed;
+  x["training_time_s"] = r.training_time_s;
+  x["test_time_s"] = r.test_time_s;
+  x["wall_time_s"] = r.wall_time_s;
+  if (!std::isnan(r.final_test_accuracy)) x["final_test_accuracy"] = r.final_test_accuracy;
+  if (!r.loss.empty()) x["final_loss"] = r.loss.back().value;
+  if (options.target_accuracy > 0) {
+    x["reached_target"] = r.reached_target;
+    if (r.reached_target) {
+      x["time_to_accuracy"] = {{"training_time_s", r.time_to_accuracy_s},
+                               {"wall_time_s", r.wall_time_to_accuracy_s},
+                               {"step", r.target_step},
+                               {"epoch", r.target_epoch}};
+    }
+  }
+  x["curves"] = {{"loss", curve_json(r.loss)},
+                 {"training_accuracy", curve_json(r.train_accuracy)},
+                 {"test_accuracy", curve_json(r.test_accuracy)}};
+
+  if (options.target_accuracy > 0 && !r.reached_target) {
+    c.state = CaseState::Failed;
+    c.detail = std::isnan(r.final_test_accuracy)
+                   ? fmt::format("target accuracy {} not reached (stopped: {})", options.target_accuracy, r.stop_reason)
+                   : fmt::format("target accuracy {} not reached: final test accuracy {:.4f} (stopped: {})",
+                                 options.target_accuracy, r.final_test_accuracy, r.stop_reason);
+  } else {
+    c.detail = std::isnan(r.final_test_accuracy)
+                   ? fmt::format("{} steps (stopped: {})", r.steps, r.stop_reason)
+                   : fmt::format("test accuracy {:.4f} after {} steps (stopped: {})", r.final_test_accuracy, r.steps,
+                                 r.stop_reason);
+  }
+  return c;
+}
+
+}  // namespace d5
