@@ -102,7 +102,7 @@ struct ExecutorOptions {
   // Op type -> the implementation that must run each of its nodes ("Conv" ->
   // "reference:batched-im2col"): no fallback for those nodes (implementation_pins.h). Executors
   // that do not run registry operators (torch) refuse pins.
-  std::map<std::string, std::string> pins;
+  std::map<std::string, std::string> pins = {};
 };
 
 using ExecutorFactory = std::function<std::unique_ptr<GraphExecutor>(Network&, const ExecutorOptions&)>;

@@ -33,7 +33,7 @@ struct MicrobatchOptions {
   int min_runs = 6;  // the fewest runs with a 95% CI of the median
   // Candidates are timed with these implementations (implementation_pins.h): with Conv pinned to
   // a fast algorithm, the plan finds the micro-batches that algorithm fits under the limit.
-  std::map<std::string, std::string> pins;
+  std::map<std::string, std::string> pins = {};
 };
 
 struct ConvTiming {

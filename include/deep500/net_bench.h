@@ -31,7 +31,7 @@ struct NetBenchOptions {
   RunSettings run;
   uint64_t seed = 0x5eed;  // synthetic feeds
   int64_t workspace_limit = -1;  // per-operator scratch memory for the executors (bytes); -1: none
-  std::map<std::string, std::string> pins;  // ExecutorOptions::pins
+  std::map<std::string, std::string> pins = {};  // ExecutorOptions::pins
 };
 
 // One case per executor named "<network>/<backend>". Executors that are not registered are

@@ -35,7 +35,7 @@ struct OperatorExecutorOptions {
   // need more refuse, and a leaner one runs. -1: each implementation's own policy.
   int64_t workspace_limit = -1;
   // Op type -> the implementation that must run it (implementation_pins.h).
-  ImplementationPins pins;
+  ImplementationPins pins = {};
 };
 
 // The operator-executor options a registered executor factory receives as ExecutorOptions.

@@ -53,9 +53,12 @@ nlohmann::json microbatch(Network& net, const NetOpts& o) {
     j["convs"].push_back({{"node", c.node}, {"batch", c.batch}, {"micro_batches", c.micro_batches},
                           {"time_before_s", c.time_before_s}, {"time_after_s", c.time_after_s},
                           {"workspace_before", c.workspace_before}, {"workspace_after", c.workspace_after}});
-    s << fmt::format("  {:<24} batch {:>4} -> [{}]  {:.3f} ms -> {:.3f} ms  workspace {} -> {} bytes\n", c.node,
-                     c.batch, fmt::join(c.micro_batches, ","), c.time_before_s * 1e3, c.time_after_s * 1e3,
-                     c.workspace_before, c.workspace_after);
+    // A whole batch no algorithm (or the pinned one) fits under the limit has no time.
+    const std::string before = c.workspace_before < 0 ? std::string("does not fit")
+                                                      : fmt::format("{:.3f} ms, workspace {} bytes", c.time_before_s * 1e3,
+                                                                    c.workspace_before);
+    s << fmt::format("  {:<24} batch {:>4} -> [{}]  whole batch: {}; plan: {:.3f} ms, workspace {} bytes\n", c.node,
+                     c.batch, fmt::join(c.micro_batches, ","), before, c.time_after_s * 1e3, c.workspace_after);
   }
   if (o.out.format != "json") std::cerr << s.str();
   return j;

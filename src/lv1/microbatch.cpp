@@ -86,12 +86,17 @@ ConvMicrobatchPlan plan_conv(const Network& net, const Node& node, const Microba
     if (auto t = time_conv(spec, b, o, &reason)) plan.candidates.push_back(*t);
     else if (why.empty()) why = fmt::format("at micro-batch {}: {}", b, reason);
   }
-  D5_CHECK_ARG(!plan.candidates.empty() && plan.candidates.front().batch == 1,
-               "Conv '{}': no algorithm fits a workspace limit of {} bytes even for one image ({})", node.name,
-               o.workspace_limit, why);
   std::vector<std::pair<int64_t, double>> times;
   for (const auto& c : plan.candidates) times.emplace_back(c.batch, c.median_s);
   plan.micro_batches = optimal_partition(plan.batch, times);
+  // Without pins one image always fits some algorithm unless the limit is below its need; a
+  // pinned algorithm may also refuse sizes (the batched one refuses single images), so the batch
+  // must be a sum of the sizes it accepts.
+  D5_CHECK_ARG(!plan.micro_batches.empty(),
+               "Conv '{}': no partition of the batch of {} into micro-batches that {} under a workspace limit of "
+               "{} bytes ({})",
+               node.name, plan.batch, o.pins.count("Conv") ? "the pinned implementation accepts" : "fit any algorithm",
+               o.workspace_limit, why.empty() ? "no candidate size accepted" : why);
   plan.time_after_s = 0;
   for (int64_t b : plan.micro_batches)
     for (const auto& c : plan.candidates)

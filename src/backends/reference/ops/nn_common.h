@@ -109,10 +109,13 @@ bool worth_parallel(double work);
 int item_threads(int64_t count, double work);
 
 // Calls f(item, thread) for item in [0, count), thread in [0, item_threads(count, work)). f must
-// not throw: an exception cannot leave an OpenMP region.
+// not throw: an exception cannot leave an OpenMP region. The static schedule gives every thread
+// the same items on every call, so per-thread partial sums (weight gradients) are reduced in the
+// same order and results are bitwise reproducible for a given thread count; items are equal-sized
+// (one image and group each), so dynamic scheduling would buy no balance.
 template <typename F> void for_each_item(int64_t count, double work, F&& f) {
   if (item_threads(count, work) > 1) {
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < count; ++i) f(i, omp_get_thread_num());
   } else {
     for (int64_t i = 0; i < count; ++i) f(i, 0);
