@@ -32,7 +32,9 @@ void register_builtin_backends() {
   static const bool once = [] {
     reference::register_all();
     register_builtin_datasets();
-    register_builtin_optimizers();  // first: backends replace the native twins' placeholders
+    // Before the backends: without LibTorch the torch-* names stay registered and refuse with the
+    // package to install; the torch backend, registered next, replaces them with torch::optim.
+    register_builtin_optimizers();
 #ifdef D5_HAVE_TORCH
     torch_backend::register_backend();
 #endif

@@ -1,9 +1,12 @@
 #include "cli_common.h"
 
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "deep500/atomic_file.h"
+#include "deep500/error.h"
+#include "deep500/parse_number.h"
 #include "deep500/reporter.h"
 
 namespace d5::cli {
@@ -56,6 +59,23 @@ ExperimentSettings settings_from(const GlobalOptions& g) {
   s.seed = g.seed;
   s.threads = g.threads;
   return s;
+}
+
+std::pair<std::string, std::string> split_key_value(const std::string& item, const std::string& option) {
+  const auto eq = item.find('=');
+  D5_CHECK_ARG(eq != std::string::npos && eq > 0, "{} '{}' is not KEY=VALUE", option, item);
+  return {item.substr(0, eq), item.substr(eq + 1)};
+}
+
+std::map<std::string, double> parse_hyperparameters(const std::vector<std::string>& items) {
+  std::map<std::string, double> h;
+  for (const auto& item : items) {
+    const auto [key, text] = split_key_value(item, "--hyper");
+    const std::optional<double> v = parse_double(text);
+    D5_CHECK_ARG(v.has_value(), "--hyper {}: '{}' is not a number", key, text);
+    h[key] = *v;
+  }
+  return h;
 }
 
 }  // namespace d5::cli

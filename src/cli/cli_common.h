@@ -1,6 +1,7 @@
 #pragma once
 // Pieces every d5 subcommand shares: output options, writing results, exit codes.
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,11 @@ struct GlobalOptions {
   uint64_t seed = 0x5eed;
 };
 ExperimentSettings settings_from(const GlobalOptions& g);
+
+// "KEY=VALUE" -> {KEY, VALUE}; InvalidArgument naming `option` (e.g. "--set") otherwise.
+std::pair<std::string, std::string> split_key_value(const std::string& item, const std::string& option);
+// --hyper KEY=VALUE items, each VALUE a number (optimizer hyperparameters).
+std::map<std::string, double> parse_hyperparameters(const std::vector<std::string>& items);
 
 // A subcommand: its CLI11 node and what to run once parsing (and global set-up) is done.
 struct Command {

@@ -94,9 +94,8 @@ int run_info(const InfoArgs& a, const GlobalOptions& g) {
   spec.split = a.split;
   spec.seed = g.seed;
   for (const auto& kv : a.set) {
-    const size_t eq = kv.find('=');
-    D5_CHECK_ARG(eq != std::string::npos && eq > 0, "--set '{}': write KEY=VALUE, e.g. --set range=0:8000", kv);
-    spec.options[kv.substr(0, eq)] = kv.substr(eq + 1);
+    const auto [key, value] = split_key_value(kv, "--set");
+    spec.options[key] = value;
   }
   const auto ds = open_dataset(spec);
   json samples = json::object();

@@ -26,25 +26,6 @@ struct DivergenceOpts {
   bool per_param = false;
 };
 
-Hyperparameters parse_hyper(const std::vector<std::string>& items) {
-  Hyperparameters h;
-  for (const auto& item : items) {
-    const size_t eq = item.find('=');
-    D5_CHECK_ARG(eq != std::string::npos && eq > 0, "--hyper expects KEY=VALUE, not '{}'", item);
-    const std::string value = item.substr(eq + 1);
-    size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    D5_CHECK_ARG(used != 0 && used == value.size(), "--hyper {}: '{}' is not a number", item.substr(0, eq), value);
-    h[item.substr(0, eq)] = v;
-  }
-  return h;
-}
-
 // The class count for random labels: --classes, else the last extent of the network's "logits".
 int64_t classes_of(const Network& net, int64_t given) {
   if (given > 0) return given;
@@ -101,7 +82,7 @@ int run_divergence(const DivergenceOpts& o, const GlobalOptions& g) {
     D5_CHECK_ARG(known, "optimizer '{}' has no native twin '{}': name the second optimizer with --twin", o.optimizer,
                  d.twin);
   }
-  d.hyper = parse_hyper(o.hyper);
+  d.hyper = parse_hyperparameters(o.hyper);
   if (o.lr >= 0) d.hyper["lr"] = o.lr;
   if (!o.schedule.empty()) d.schedule = parse_lr_schedule(o.schedule);
   d.steps = o.steps;

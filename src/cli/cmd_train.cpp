@@ -51,12 +51,6 @@ struct TrainOpts {
   CLI::App* cmd = nullptr;
 };
 
-std::pair<std::string, std::string> key_value(const std::string& s, const char* option) {
-  const auto eq = s.find('=');
-  D5_CHECK_ARG(eq != std::string::npos && eq > 0, "{} '{}' is not KEY=VALUE", option, s);
-  return {s.substr(0, eq), s.substr(eq + 1)};
-}
-
 std::unique_ptr<Dataset> open_split(const TrainOpts& o, const std::string& split, const std::string& range,
                                     uint64_t seed) {
   DatasetSpec spec;
@@ -64,7 +58,7 @@ std::unique_ptr<Dataset> open_split(const TrainOpts& o, const std::string& split
   spec.data_dir = o.data_dir;
   spec.split = split;
   spec.seed = seed;
-  for (const auto& s : o.sets) spec.options.insert(key_value(s, "--set"));
+  for (const auto& s : o.sets) spec.options.insert(split_key_value(s, "--set"));
   if (!range.empty()) spec.options["range"] = range;
   return open_dataset(spec);
 }
@@ -79,16 +73,7 @@ Hyperparameters hyperparameters(const TrainOpts& o) {
   for (const auto& [flag, kv] : named) {
     if (o.cmd->count(flag) > 0) h[kv.first] = kv.second;
   }
-  for (const auto& s : o.hypers) {
-    const auto [k, v] = key_value(s, "--hyper");
-    try {
-      size_t used = 0;
-      h[k] = std::stod(v, &used);
-      D5_CHECK_ARG(used == v.size(), "--hyper {}: '{}' is not a number", k, v);
-    } catch (const std::logic_error&) {
-      D5_THROW(InvalidArgument, "--hyper {}: '{}' is not a number", k, v);
-    }
-  }
+  for (const auto& [k, v] : parse_hyperparameters(o.hypers)) h[k] = v;
   return h;
 }
 

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../support/temp_dir.h"
 #include "process.h"
 
 namespace d5::test {
@@ -19,19 +20,6 @@ namespace fs = std::filesystem;
 
 const std::string kMnistDir = D5_SOURCE_DIR "/../shared/data/mnist";
 bool have_mnist() { return fs::exists(kMnistDir + "/t10k-images-idx3-ubyte.gz"); }
-
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "d5-cli-data-XXXXXX").string();
-    path_ = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 }  // namespace
 
@@ -63,7 +51,7 @@ TEST(CliData, InfoOnMnistTestSplitWithRange) {
   EXPECT_EQ(j["label_histogram"], nlohmann::json({980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009}));
 
   TempDir out;
-  const std::string file = out.path() + "/info.json";
+  const std::string file = out.path.string() + "/info.json";
   const auto ranged = run_d5({"data", "info", "--dataset", "mnist", "--data-dir", kMnistDir, "--split", "test", "--set",
                               "range=8000:10000", "--format", "json", "-o", file});
   ASSERT_EQ(ranged.exit_code, 0) << ranged.err;
@@ -99,7 +87,7 @@ TEST(CliData, ErrorsMapToExitCodes) {
   r = run_d5({"data", "info", "--dataset", "synthetic", "--set", "noequals"});
   EXPECT_EQ(r.exit_code, 2);
   TempDir empty;
-  r = run_d5({"data", "info", "--dataset", "mnist", "--data-dir", empty.path()});
+  r = run_d5({"data", "info", "--dataset", "mnist", "--data-dir", empty.path.string()});
   EXPECT_EQ(r.exit_code, 4);
   EXPECT_NE(r.err.find("d5 data download mnist"), std::string::npos) << r.err;
   r = run_d5({"data", "download", "imagenet"});
@@ -116,7 +104,7 @@ TEST(CliData, DownloadFromAFileMirrorThenInfoReadsTheCache) {
     GTEST_SKIP() << "built without libcurl";
   }
   TempDir dir;
-  const std::vector<std::string> args = {"data", "download", "mnist", "--split", "test", "--dir", dir.path(),
+  const std::vector<std::string> args = {"data", "download", "mnist", "--split", "test", "--dir", dir.path.string(),
                                          "--mirror", "file://" + kMnistDir, "--format", "json"};
   const auto first = run_d5(args);
   ASSERT_EQ(first.exit_code, 0) << first.err;
@@ -131,14 +119,14 @@ TEST(CliData, DownloadFromAFileMirrorThenInfoReadsTheCache) {
   for (const auto& f : again["files"]) EXPECT_FALSE(f["fetched"].get<bool>());
 
   // The default cache directory is $D5_DATA_DIR/NAME: info finds the files without --data-dir.
-  setenv("D5_DATA_DIR", (dir.path() + "/cache").c_str(), 1);
+  setenv("D5_DATA_DIR", (dir.path.string() + "/cache").c_str(), 1);
   const auto cached = run_d5({"data", "download", "mnist", "--split", "test", "--mirror", "file://" + kMnistDir});
   EXPECT_EQ(cached.exit_code, 0) << cached.err;
   const auto info = run_d5({"data", "info", "--dataset", "mnist", "--split", "test", "--format", "json"});
   unsetenv("D5_DATA_DIR");
   ASSERT_EQ(info.exit_code, 0) << info.err;
   EXPECT_EQ(nlohmann::json::parse(info.out)["size"], 10000);
-  EXPECT_TRUE(fs::exists(dir.path() + "/cache/mnist/t10k-labels-idx1-ubyte.gz"));
+  EXPECT_TRUE(fs::exists(dir.path.string() + "/cache/mnist/t10k-labels-idx1-ubyte.gz"));
 }
 
 TEST(CliData, CorruptMirrorFailsWithExitCode4) {
@@ -146,15 +134,15 @@ TEST(CliData, CorruptMirrorFailsWithExitCode4) {
   const auto probe = nlohmann::json::parse(run_d5({"data", "list", "--format", "json"}).out);
   if (!probe["download_supported"].get<bool>()) GTEST_SKIP() << "built without libcurl";
   TempDir mirror, dest;
-  fs::copy_file(kMnistDir + "/t10k-images-idx3-ubyte.gz", mirror.path() + "/t10k-images-idx3-ubyte.gz");
-  std::ofstream(mirror.path() + "/t10k-labels-idx1-ubyte.gz") << "not the labels";
-  const auto r = run_d5({"data", "download", "mnist", "--split", "test", "--dir", dest.path(), "--mirror",
-                         "file://" + mirror.path()});
+  fs::copy_file(kMnistDir + "/t10k-images-idx3-ubyte.gz", mirror.path.string() + "/t10k-images-idx3-ubyte.gz");
+  std::ofstream(mirror.path.string() + "/t10k-labels-idx1-ubyte.gz") << "not the labels";
+  const auto r = run_d5({"data", "download", "mnist", "--split", "test", "--dir", dest.path.string(), "--mirror",
+                         "file://" + mirror.path.string()});
   EXPECT_EQ(r.exit_code, 4);
   EXPECT_NE(r.err.find("expected f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6"), std::string::npos)
       << r.err;
-  EXPECT_TRUE(fs::exists(dest.path() + "/t10k-images-idx3-ubyte.gz"));  // the good file is kept
-  EXPECT_FALSE(fs::exists(dest.path() + "/t10k-labels-idx1-ubyte.gz"));
+  EXPECT_TRUE(fs::exists(dest.path.string() + "/t10k-images-idx3-ubyte.gz"));  // the good file is kept
+  EXPECT_FALSE(fs::exists(dest.path.string() + "/t10k-labels-idx1-ubyte.gz"));
 }
 
 }  // namespace d5::test

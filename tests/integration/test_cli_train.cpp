@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../support/temp_dir.h"
 #include "process.h"
 
 namespace d5::test {
@@ -19,13 +20,8 @@ class CliTrain : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists(kMnist)) GTEST_SKIP() << "no MNIST at " << kMnist << " (CI places ../shared beside the checkout)";
-    std::string t = (fs::temp_directory_path() / "d5-train-XXXXXX").string();
-    dir_ = mkdtemp(t.data());
   }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
-  }
-  std::string path(const std::string& name) const { return (fs::path(dir_) / name).string(); }
+  std::string path(const std::string& name) const { return dir_.file(name); }
 
   // LeNet-5 with Adam on 256 real images in order, tested on 100 others, with the default thread
   // count: per-thread partial sums are reduced in a fixed order, so several threads are as
@@ -39,7 +35,7 @@ class CliTrain : public ::testing::Test {
     a.insert(a.end(), more.begin(), more.end());
     return a;
   }
-  std::string dir_;
+  TempDir dir_{"d5-train"};
 };
 
 // The arguments with the value of `flag` replaced.

@@ -1,8 +1,6 @@
 #pragma once
 // Writes small ONNX test cases with the protobuf API, laid out like onnx.backend.test's:
 // DIR/model.onnx and DIR/test_data_set_0/{input_i,output_i}.pb.
-#include <stdlib.h>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -12,6 +10,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "deep500/onnx_io.h"
+#include "temp_dir.h"
 
 namespace d5::test {
 
@@ -111,17 +110,5 @@ inline CaseDef relu_case_with_graph_attribute() {
   c.nodes[0].attrs = {g};
   return c;
 }
-
-// A fresh directory under the system temp directory, removed by the destructor.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& prefix) {
-    std::string t = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
-    path = mkdtemp(t.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
 
 }  // namespace d5::test

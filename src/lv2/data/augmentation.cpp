@@ -9,7 +9,7 @@
 #include "deep500/dataset_formats.h"
 #include "deep500/error.h"
 #include "deep500/rng.h"
-#include "number_text.h"
+#include "deep500/parse_number.h"
 
 namespace d5 {
 
@@ -191,7 +191,7 @@ void TransformSequence::apply(Batch& batch, std::span<const int64_t> indices, in
 namespace {
 
 double parse_number(const std::string& text, const std::string& item) {
-  const std::optional<double> v = data::to_double(text);
+  const std::optional<double> v = parse_double(text);
   D5_CHECK_ARG(v.has_value(), "augmentation '{}': '{}' is not a number", item, text);
   return *v;
 }

@@ -5,7 +5,7 @@
 
 #include "deep500/downloader.h"
 #include "deep500/error.h"
-#include "number_text.h"
+#include "deep500/parse_number.h"
 
 namespace d5::data {
 
@@ -25,19 +25,21 @@ std::string DatasetOptions::get_string(const std::string& key, const std::string
   return v ? *v : fallback;
 }
 
-int64_t DatasetOptions::get_int(const std::string& key, int64_t fallback, int64_t min_value) const {
+int64_t DatasetOptions::get_int(const std::string& key, int64_t fallback, int64_t min_value,
+                                int64_t max_value) const {
   const std::string* v = find(key);
   if (!v) return fallback;
-  const std::optional<int64_t> parsed = to_int(*v);
+  const std::optional<int64_t> parsed = parse_int(*v);
   D5_CHECK_ARG(parsed.has_value(), "dataset '{}': option {}='{}' is not an integer", format_, key, *v);
   const int64_t out = *parsed;
   D5_CHECK_ARG(out >= min_value, "dataset '{}': option {}={} must be at least {}", format_, key, out, min_value);
+  D5_CHECK_ARG(out <= max_value, "dataset '{}': option {}={} must be at most {}", format_, key, out, max_value);
   return out;
 }
 
 namespace {
-double parse_double(const std::string& text, const std::string& format, const std::string& key) {
-  const std::optional<double> v = to_double(text);
+double option_double(const std::string& text, const std::string& format, const std::string& key) {
+  const std::optional<double> v = parse_double(text);
   D5_CHECK_ARG(v.has_value(), "dataset '{}': option {} has '{}', which is not a number", format, key, text);
   return *v;
 }
@@ -45,7 +47,7 @@ double parse_double(const std::string& text, const std::string& format, const st
 
 double DatasetOptions::get_double(const std::string& key, double fallback) const {
   const std::string* v = find(key);
-  return v ? parse_double(*v, format_, key) : fallback;
+  return v ? option_double(*v, format_, key) : fallback;
 }
 
 std::vector<double> DatasetOptions::get_doubles(const std::string& key, std::vector<double> fallback) const {
@@ -55,7 +57,7 @@ std::vector<double> DatasetOptions::get_doubles(const std::string& key, std::vec
   size_t start = 0;
   while (true) {
     const size_t comma = v->find(',', start);
-    out.push_back(parse_double(v->substr(start, comma - start), format_, key));
+    out.push_back(option_double(v->substr(start, comma - start), format_, key));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }

@@ -16,7 +16,8 @@ class DatasetOptions {
 
   bool has(const std::string& key) const;
   std::string get_string(const std::string& key, const std::string& fallback) const;
-  int64_t get_int(const std::string& key, int64_t fallback, int64_t min_value) const;
+  int64_t get_int(const std::string& key, int64_t fallback, int64_t min_value,
+                  int64_t max_value = INT64_MAX) const;
   double get_double(const std::string& key, double fallback) const;
   // "a,b,c" -> {a, b, c}; fallback when absent.
   std::vector<double> get_doubles(const std::string& key, std::vector<double> fallback) const;

@@ -10,7 +10,7 @@
 #include "deep500/atomic_file.h"
 #include "deep500/dataset_formats.h"
 #include "deep500/error.h"
-#include "number_text.h"
+#include "deep500/parse_number.h"
 
 namespace d5 {
 
@@ -116,7 +116,7 @@ NpyHeader read_npy_header(const std::string& path) {
     const size_t first = item.find_first_not_of(" \t");
     if (first == std::string::npos) continue;  // the trailing comma of a 1-tuple
     const size_t last = item.find_last_not_of(" \t");
-    const int64_t d = data::to_int(std::string_view(item).substr(first, last - first + 1)).value_or(-1);
+    const int64_t d = parse_int(std::string_view(item).substr(first, last - first + 1)).value_or(-1);
     D5_CHECK(d >= 0, FormatError, "'{}': NPY header at byte offset {}: shape entry '{}' is not a size", path,
              header_start, item);
     h.shape.push_back(d);

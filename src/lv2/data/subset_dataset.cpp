@@ -2,7 +2,7 @@
 
 #include "deep500/dataset_subset.h"
 #include "deep500/error.h"
-#include "number_text.h"
+#include "deep500/parse_number.h"
 
 namespace d5 {
 
@@ -10,7 +10,7 @@ IndexRange parse_index_range(const std::string& text, int64_t size) {
   const size_t colon = text.find(':');
   auto bound = [&](std::string_view s, int64_t fallback) {
     if (s.empty()) return fallback;
-    const int64_t v = data::to_int(s).value_or(-1);
+    const int64_t v = parse_int(s).value_or(-1);
     D5_CHECK_ARG(v >= 0,
                  "range='{}': '{}' is not a sample index; write BEGIN:END, e.g. range=0:8000", text, s);
     return v;

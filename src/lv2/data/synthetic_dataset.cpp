@@ -12,7 +12,7 @@
 #include "deep500/dataset_formats.h"
 #include "deep500/error.h"
 #include "deep500/rng.h"
-#include "number_text.h"
+#include "deep500/parse_number.h"
 #include "sample_batch.h"
 
 namespace d5 {
@@ -141,7 +141,7 @@ std::vector<int64_t> parse_dims(const std::string& text, const std::string& what
   while (start <= text.size()) {
     const size_t sep = text.find_first_of("x,", start);
     const std::string item = text.substr(start, sep == std::string::npos ? std::string::npos : sep - start);
-    const int64_t d = data::to_int(item).value_or(0);
+    const int64_t d = parse_int(item).value_or(0);
     D5_CHECK_ARG(d > 0,
                  "{}: '{}' is not a shape; write positive extents separated by x, e.g. 1x28x28", what, text);
     dims.push_back(d);

@@ -53,12 +53,13 @@ std::vector<uint8_t> read_file(const fs::path& p) {
 class CifarDataset final : public Dataset {
  public:
   CifarDataset(const DatasetSpec& spec, bool cifar100) : cifar100_(cifar100) {
-    check_options(spec, {"label"});
+    const data::DatasetOptions options(spec, spec.name, {"label"});
+    options.check_all_known();
     check_split(spec);
     const CifarLayout l = layout(cifar100);
     name_ = l.name;
     record_ = l.label_bytes + kPixels;
-    const std::string label = str_option(spec, "label", "fine");
+    const std::string label = options.get_string("label", "fine");
     D5_CHECK_ARG(label == "fine" || label == "coarse", "dataset '{}': label must be 'fine' or 'coarse', got '{}'",
                  spec.name, label);
     D5_CHECK_ARG(cifar100 || label == "fine", "dataset 'cifar10' has one label per image; option label is for cifar100");

@@ -1,59 +1,31 @@
 #include "image_common.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "deep500/error.h"
 
 namespace d5::images {
-
-void check_options(const DatasetSpec& spec, std::initializer_list<const char*> known) {
-  for (const auto& [key, value] : spec.options) {
-    bool ok = false;
-    for (const char* k : known) ok = ok || key == k;
-    D5_CHECK_ARG(ok, "dataset '{}' has no option '{}' (its options: {})", spec.name, key,
-                 known.size() ? fmt::format("{}", fmt::join(known, ", ")) : std::string("none"));
-  }
-}
-
-int64_t int_option(const DatasetSpec& spec, const std::string& key, int64_t fallback, int64_t lo, int64_t hi) {
-  auto it = spec.options.find(key);
-  if (it == spec.options.end()) return fallback;
-  int64_t v = 0;
-  const std::string& s = it->second;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  D5_CHECK_ARG(ec == std::errc() && end == s.data() + s.size() && v >= lo && v <= hi,
-               "dataset '{}': option {}={} must be an integer in [{}, {}]", spec.name, key, s, lo, hi);
-  return v;
-}
-
-std::string str_option(const DatasetSpec& spec, const std::string& key, const std::string& fallback) {
-  auto it = spec.options.find(key);
-  return it == spec.options.end() ? fallback : it->second;
-}
 
 void check_split(const DatasetSpec& spec) {
   D5_CHECK_ARG(spec.split == "train" || spec.split == "test", "dataset '{}': split must be 'train' or 'test', got '{}'",
                spec.name, spec.split);
 }
 
-ImagePreprocess preprocess_options(const DatasetSpec& spec) {
+ImagePreprocess preprocess_options(const data::DatasetOptions& options, const std::string& name) {
   ImagePreprocess p;
-  p.resize = static_cast<int>(int_option(spec, "resize", 256, 1, 16384));
-  p.crop = static_cast<int>(int_option(spec, "crop", std::min(224, p.resize), 1, 16384));
-  D5_CHECK_ARG(p.crop <= p.resize, "dataset '{}': crop={} must not exceed resize={}", spec.name, p.crop, p.resize);
-  const std::string norm = str_option(spec, "normalize", "none");
+  p.resize = static_cast<int>(options.get_int("resize", 256, 1, 16384));
+  p.crop = static_cast<int>(options.get_int("crop", std::min(224, p.resize), 1, 16384));
+  D5_CHECK_ARG(p.crop <= p.resize, "dataset '{}': crop={} must not exceed resize={}", name, p.crop, p.resize);
+  const std::string norm = options.get_string("normalize", "none");
   D5_CHECK_ARG(norm == "none" || norm == "imagenet", "dataset '{}': normalize must be 'none' or 'imagenet', got '{}'",
-               spec.name, norm);
+               name, norm);
   p.imagenet_normalize = norm == "imagenet";
   return p;
 }
 
-int thread_option(const DatasetSpec& spec) {
+int thread_option(const data::DatasetOptions& options) {
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return static_cast<int>(int_option(spec, "threads", hw, 1, 1024));
+  return static_cast<int>(options.get_int("threads", hw, 1, 1024));
 }
 
 std::map<std::string, TensorDesc> image_sample_descs(const ImagePreprocess& p) {

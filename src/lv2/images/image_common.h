@@ -1,11 +1,10 @@
 #pragma once
-// Pieces the image dataset formats share: option checking, the preprocessing options, and the
+// Pieces the image dataset formats share: split checking, the preprocessing options, and the
 // worker pool that decodes a batch's images in parallel.
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <functional>
-#include <initializer_list>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -13,21 +12,17 @@
 
 #include "deep500/dataset.h"
 #include "deep500/jpeg.h"
+#include "../data/dataset_options.h"
 
 namespace d5::images {
 
-// InvalidArgument listing the known options when spec.options has another one.
-void check_options(const DatasetSpec& spec, std::initializer_list<const char*> known);
-// The option as an integer in [lo, hi], or `fallback` when absent; InvalidArgument otherwise.
-int64_t int_option(const DatasetSpec& spec, const std::string& key, int64_t fallback, int64_t lo, int64_t hi);
-std::string str_option(const DatasetSpec& spec, const std::string& key, const std::string& fallback);
 // "train" or "test"; InvalidArgument otherwise.
 void check_split(const DatasetSpec& spec);
 
-// Options resize, crop, normalize (none|imagenet).
-ImagePreprocess preprocess_options(const DatasetSpec& spec);
+// Options resize, crop, normalize (none|imagenet) of dataset `name`.
+ImagePreprocess preprocess_options(const data::DatasetOptions& options, const std::string& name);
 // Option threads (default: hardware threads).
-int thread_option(const DatasetSpec& spec);
+int thread_option(const data::DatasetOptions& options);
 
 class WorkerPool;
 // "input" f32 [3, crop, crop] and "labels" i64.

@@ -218,12 +218,13 @@ namespace {
 class ImageTarDataset final : public Dataset {
  public:
   explicit ImageTarDataset(const DatasetSpec& spec) {
-    check_options(spec, {"resize", "crop", "normalize", "threads"});
+    const data::DatasetOptions options(spec, spec.name, {"resize", "crop", "normalize", "threads"});
+    options.check_all_known();
     check_split(spec);
-    pre_ = preprocess_options(spec);
+    pre_ = preprocess_options(options, spec.name);
     D5_CHECK_ARG(!spec.data_dir.empty(), "dataset 'image-tar' needs --data-dir: the .tar file, or a directory "
                  "holding {}.tar", spec.split);
-    const int threads = thread_option(spec);
+    const int threads = thread_option(options);
     path_ = locate(spec);
     index_ = load_image_tar_index(path_);
     pool_ = std::make_unique<WorkerPool>(threads);

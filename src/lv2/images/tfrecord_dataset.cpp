@@ -54,13 +54,15 @@ std::vector<std::string> find_files(const DatasetSpec& spec) {
 class TfRecordDataset final : public Dataset {
  public:
   explicit TfRecordDataset(const DatasetSpec& spec) {
-    check_options(spec, {"resize", "crop", "normalize", "threads", "label_offset", "classes"});
+    const data::DatasetOptions options(spec, spec.name,
+                                       {"resize", "crop", "normalize", "threads", "label_offset", "classes"});
+    options.check_all_known();
     check_split(spec);
-    pre_ = preprocess_options(spec);
-    label_offset_ = int_option(spec, "label_offset", 0, -1000000, 1000000);
+    pre_ = preprocess_options(options, spec.name);
+    label_offset_ = options.get_int("label_offset", 0, -1000000, 1000000);
     D5_CHECK_ARG(!spec.data_dir.empty(), "dataset 'tfrecord' needs --data-dir: a TFRecord file or a directory of them");
     try {
-      open_files(spec);
+      open_files(spec, options);
     } catch (...) {  // the destructor does not run for a constructor that throws
       close_files();
       throw;
@@ -98,7 +100,7 @@ class TfRecordDataset final : public Dataset {
     TfRecordLocation loc;
   };
 
-  void open_files(const DatasetSpec& spec) {
+  void open_files(const DatasetSpec& spec, const data::DatasetOptions& options) {
     for (const auto& f : find_files(spec)) {
       const int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) D5_THROW(IoError, "cannot open '{}': {}", f, std::strerror(errno));
@@ -107,8 +109,8 @@ class TfRecordDataset final : public Dataset {
       for (const auto& loc : scan_tfrecord_file(f)) records_.push_back({file_index, loc});
     }
     D5_CHECK(!records_.empty(), FormatError, "dataset 'tfrecord': the files in '{}' hold no records", spec.data_dir);
-    classes_ = int_option(spec, "classes", 0, 1, int64_t{1} << 31);
-    pool_ = std::make_unique<WorkerPool>(thread_option(spec));
+    classes_ = options.get_int("classes", 0, 1, int64_t{1} << 31);
+    pool_ = std::make_unique<WorkerPool>(thread_option(options));
     if (classes_ == 0) {
       // Without classes=N the label range is found by reading every record once (this also
       // verifies every data CRC). Pass classes=N to open large sets without the scan.

@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <numbers>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "deep500/error.h"
+#include "deep500/parse_number.h"
 
 namespace d5 {
 
@@ -68,15 +70,9 @@ namespace {
 }
 
 double number(const std::string& spec, const std::string& field) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(field, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != field.size()) bad_schedule(spec, fmt::format("'{}' is not a number", field));
-  return v;
+  const std::optional<double> v = parse_double(field);
+  if (!v) bad_schedule(spec, fmt::format("'{}' is not a number", field));
+  return *v;
 }
 
 int64_t integer(const std::string& spec, const std::string& field) {

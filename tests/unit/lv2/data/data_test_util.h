@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "../../../support/temp_dir.h"
+
 namespace d5::test {
 
 inline const std::string kMnistDir = D5_SOURCE_DIR "/../shared/data/mnist";
@@ -16,21 +18,6 @@ inline bool have_mnist() {
   return std::filesystem::exists(kMnistDir + "/t10k-images-idx3-ubyte.gz") &&
          std::filesystem::exists(kMnistDir + "/t10k-labels-idx1-ubyte.gz");
 }
-
-// A fresh directory under the system temp dir, removed when the object goes.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string t = (std::filesystem::temp_directory_path() / "d5-data-XXXXXX").string();
-    path_ = mkdtemp(t.data());
-  }
-  ~ScratchDir() { std::filesystem::remove_all(path_); }
-  std::string path() const { return path_.string(); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

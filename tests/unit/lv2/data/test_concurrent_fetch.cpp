@@ -42,14 +42,14 @@ TEST(ConcurrentFetch, SyntheticAndNpyAndMnistMatchSerialFetches) {
   register_builtin_datasets();
   expect_concurrent_fetch_matches_serial(
       *open_dataset(DatasetSpec{"synthetic-learnable", "", "train", 5, {{"samples", "1000"}, {"shape", "3x8x8"}}}));
-  ScratchDir dir;
+  TempDir dir;
   Tensor x(DType::u8, Shape{500, 2, 5});
   for (int64_t i = 0; i < x.numel(); ++i) x.set(i, static_cast<double>(i % 251));
   Tensor y(DType::i64, Shape{500});
   for (int64_t i = 0; i < 500; ++i) y.set(i, static_cast<double>(i % 3));
   write_npy_file(dir.file("inputs.npy"), x);
   write_npy_file(dir.file("labels.npy"), y);
-  expect_concurrent_fetch_matches_serial(*open_dataset(DatasetSpec{"npy", dir.path(), "train", 0, {{"range", "100:400"}}}));
+  expect_concurrent_fetch_matches_serial(*open_dataset(DatasetSpec{"npy", dir.path.string(), "train", 0, {{"range", "100:400"}}}));
   if (have_mnist()) {
     expect_concurrent_fetch_matches_serial(*open_dataset(DatasetSpec{"mnist", kMnistDir, "test", 0, {}}));
   }

@@ -25,8 +25,8 @@ class Downloader : public ::testing::Test {
     if (!download_supported()) GTEST_SKIP() << "built without libcurl";
     if (!have_mnist()) GTEST_SKIP() << "MNIST test split not found at " << kMnistDir;
     for (const char* f : {kImages, kLabels}) fs::copy_file(kMnistDir + "/" + f, mirror_.file(f));
-    options_.dir = dest_.path();
-    options_.mirror = "file://" + mirror_.path();
+    options_.dir = dest_.path.string();
+    options_.mirror = "file://" + mirror_.path.string();
     options_.split = "test";
   }
   std::string sha256_of(const std::string& path) {
@@ -34,7 +34,7 @@ class Downloader : public ::testing::Test {
     return sha256_hex(std::string_view(reinterpret_cast<const char*>(b.data()), b.size()));
   }
 
-  ScratchDir mirror_, dest_;
+  TempDir mirror_, dest_;
   DownloadOptions options_;
 };
 
@@ -81,7 +81,7 @@ TEST_F(Downloader, FetchesAndVerifiesTheTestSplit) {
 
 TEST_F(Downloader, PresentVerifiedFilesAreNotFetchedAgain) {
   download_dataset("mnist", options_);
-  options_.mirror = "file://" + dest_.path() + "/no-such-mirror";  // a transfer would fail
+  options_.mirror = "file://" + dest_.path.string() + "/no-such-mirror";  // a transfer would fail
   const auto again = download_dataset("mnist", options_);
   ASSERT_EQ(again.size(), 2u);
   for (const auto& f : again) {
@@ -135,11 +135,11 @@ TEST_F(Downloader, MissingMirrorFileIsAnIoErrorNamingTheUrl) {
 
 TEST_F(Downloader, MirrorComesFromTheEnvironmentWhenNotGiven) {
   options_.mirror.clear();
-  setenv("D5_DATA_MIRROR", ("file://" + mirror_.path() + "/").c_str(), 1);
+  setenv("D5_DATA_MIRROR", ("file://" + mirror_.path.string() + "/").c_str(), 1);
   const auto files = download_dataset("mnist", options_);
   unsetenv("D5_DATA_MIRROR");
   ASSERT_EQ(files.size(), 2u);
-  EXPECT_EQ(files[0].url, "file://" + mirror_.path() + "/" + kImages);
+  EXPECT_EQ(files[0].url, "file://" + mirror_.path.string() + "/" + kImages);
 }
 
 TEST_F(Downloader, RefusesAnUnknownSplit) {

@@ -100,9 +100,9 @@ TEST(Mnist, NormalizeOptionAppliesMeanAndStd) {
 
 TEST(Mnist, RawIdxFilesReadLikeGzipped) {
   REQUIRE_MNIST();
-  ScratchDir dir;
-  write_raw_copy(dir.path());
-  const auto gz = open_mnist(kMnistDir), raw = open_mnist(dir.path());
+  TempDir dir;
+  write_raw_copy(dir.path.string());
+  const auto gz = open_mnist(kMnistDir), raw = open_mnist(dir.path.string());
   const int64_t idx[] = {1, 5000, 9998};
   EXPECT_TRUE(allclose(gz->fetch(idx).at(kDataInput), raw->fetch(idx).at(kDataInput), 0, 0));
 }
@@ -114,65 +114,65 @@ TEST(Mnist, RefusesBadArgumentsAndMissingFiles) {
   EXPECT_THROW(ds->fetch(bad), InvalidArgument);
   EXPECT_THROW(ds->label(-1), InvalidArgument);
   expect_error<InvalidArgument>([] { open_mnist(kMnistDir, {{"colour", "1"}}); }, {"colour", "normalize"});
-  ScratchDir empty;
-  expect_error<IoError>([&] { open_mnist(empty.path()); }, {"t10k-images-idx3-ubyte", "d5 data download mnist"});
+  TempDir empty;
+  expect_error<IoError>([&] { open_mnist(empty.path.string()); }, {"t10k-images-idx3-ubyte", "d5 data download mnist"});
   DatasetSpec spec{"mnist", kMnistDir, "validation", 0, {}};
   EXPECT_THROW(open_dataset(spec), InvalidArgument);
 }
 
 TEST(Mnist, TruncatedGzipIsAFormatErrorNamingFileAndOffset) {
   REQUIRE_MNIST();
-  ScratchDir dir;
+  TempDir dir;
   fs::copy_file(kMnistDir + "/t10k-labels-idx1-ubyte.gz", dir.file("t10k-labels-idx1-ubyte.gz"));
   auto bytes = read_bytes(kMnistDir + "/t10k-images-idx3-ubyte.gz");
   bytes.resize(bytes.size() / 2);
   write_bytes(dir.file("t10k-images-idx3-ubyte.gz"), bytes);
-  expect_error<FormatError>([&] { open_mnist(dir.path()); },
+  expect_error<FormatError>([&] { open_mnist(dir.path.string()); },
                             {dir.file("t10k-images-idx3-ubyte.gz"), "truncated", std::to_string(bytes.size())});
 }
 
 TEST(Mnist, CorruptGzipIsAFormatError) {
   REQUIRE_MNIST();
-  ScratchDir dir;
+  TempDir dir;
   fs::copy_file(kMnistDir + "/t10k-labels-idx1-ubyte.gz", dir.file("t10k-labels-idx1-ubyte.gz"));
   auto bytes = read_bytes(kMnistDir + "/t10k-images-idx3-ubyte.gz");
   for (size_t i = bytes.size() / 2; i < bytes.size() / 2 + 64; ++i) bytes[i] ^= 0x5a;
   write_bytes(dir.file("t10k-images-idx3-ubyte.gz"), bytes);
-  expect_error<FormatError>([&] { open_mnist(dir.path()); }, {dir.file("t10k-images-idx3-ubyte.gz"), "byte offset"});
+  expect_error<FormatError>([&] { open_mnist(dir.path.string()); }, {dir.file("t10k-images-idx3-ubyte.gz"), "byte offset"});
 }
 
 TEST(Mnist, DamagedIdxContentsAreFormatErrorsWithOffsets) {
   REQUIRE_MNIST();
-  ScratchDir dir;
-  write_raw_copy(dir.path());
+  TempDir dir;
+  write_raw_copy(dir.path.string());
   const std::string images = dir.file("t10k-images-idx3-ubyte"), labels = dir.file("t10k-labels-idx1-ubyte");
   const auto good_images = read_bytes(images), good_labels = read_bytes(labels);
 
   auto short_images = good_images;
   short_images.resize(short_images.size() - 100);
   write_bytes(images, short_images);
-  expect_error<FormatError>([&] { open_mnist(dir.path()); },
+  expect_error<FormatError>([&] { open_mnist(dir.path.string()); },
                             {images, "truncated", "byte offset " + std::to_string(short_images.size())});
 
   auto trailing = good_images;
   trailing.push_back(0);
   write_bytes(images, trailing);
-  expect_error<FormatError>([&] { open_mnist(dir.path()); }, {images, "trailing", std::to_string(good_images.size())});
+  expect_error<FormatError>([&] { open_mnist(dir.path.string()); }, {images, "trailing", std::to_string(good_images.size())});
 
   write_bytes(images, good_labels);  // labels where images belong: wrong magic
-  expect_error<FormatError>([&] { open_mnist(dir.path()); }, {images, "0x00000801", "0x00000803", "byte offset 0"});
+  expect_error<FormatError>([&] { open_mnist(dir.path.string()); }, {images, "0x00000801", "0x00000803", "byte offset 0"});
   write_bytes(images, good_images);
 
   auto bad_label = good_labels;
   bad_label[8 + 5] = 12;
   write_bytes(labels, bad_label);
-  expect_error<FormatError>([&] { open_mnist(dir.path()); }, {labels, "label 12", "byte offset 13"});
+  expect_error<FormatError>([&] { open_mnist(dir.path.string()); }, {labels, "label 12", "byte offset 13"});
 
   auto fewer = good_labels;  // 9999 labels, consistently described
   fewer[7] = static_cast<uint8_t>(fewer[7] - 1);
   fewer.pop_back();
   write_bytes(labels, fewer);
-  expect_error<FormatError>([&] { open_mnist(dir.path()); }, {"10000 images", "9999 labels"});
+  expect_error<FormatError>([&] { open_mnist(dir.path.string()); }, {"10000 images", "9999 labels"});
 }
 
 TEST(Mnist, FashionMnistReadsTheSameLayout) {

@@ -50,7 +50,7 @@ std::vector<uint8_t> as_bytes(const std::vector<T>& v) {
 }  // namespace
 
 TEST(Npy, RoundTripsF32InputsAndI64Labels) {
-  ScratchDir dir;
+  TempDir dir;
   Tensor inputs(DType::f32, Shape{4, 2, 3});
   for (int64_t i = 0; i < inputs.numel(); ++i) inputs.set(i, 0.25 * static_cast<double>(i) - 1);
   write_npy_file(dir.file("inputs.npy"), inputs);
@@ -60,7 +60,7 @@ TEST(Npy, RoundTripsF32InputsAndI64Labels) {
   EXPECT_EQ(h.shape, (std::vector<int64_t>{4, 2, 3}));
   EXPECT_EQ(h.data_offset % 64, 0);  // numpy's alignment
 
-  const auto ds = open_npy(dir.path());
+  const auto ds = open_npy(dir.path.string());
   EXPECT_EQ(ds->size(), 4);
   EXPECT_EQ(ds->classes(), 4);  // max label + 1
   EXPECT_EQ(ds->sample_descs().at(kDataInput).shape, (Shape{2, 3}));
@@ -73,12 +73,12 @@ TEST(Npy, RoundTripsF32InputsAndI64Labels) {
   EXPECT_EQ(b.at(kDataLabels).get(0), 2);
   EXPECT_EQ(b.at(kDataLabels).get(1), 3);
   EXPECT_EQ(ds->label(3), 0);
-  EXPECT_EQ(open_npy(dir.path(), {{"classes", "10"}})->classes(), 10);
-  expect_error<FormatError>([&] { open_npy(dir.path(), {{"classes", "3"}}); }, {"label 3", "classes=3"});
+  EXPECT_EQ(open_npy(dir.path.string(), {{"classes", "10"}})->classes(), 10);
+  expect_error<FormatError>([&] { open_npy(dir.path.string(), {{"classes", "3"}}); }, {"label 3", "classes=3"});
 }
 
 TEST(Npy, ConvertsEveryInputDtypeAndReadsVersions2And3) {
-  ScratchDir dir;
+  TempDir dir;
   write_npy_raw(dir.file("labels.npy"), 3, "{'descr': '|u1', 'fortran_order': False, 'shape': (2, 1), }", {1, 0});
   struct Case {
     std::string descr;
@@ -97,7 +97,7 @@ TEST(Npy, ConvertsEveryInputDtypeAndReadsVersions2And3) {
   for (size_t c = 0; c < cases.size(); ++c) {
     write_npy_raw(dir.file("inputs.npy"), 2,
                   "{'descr': '" + cases[c].descr + "', 'fortran_order': False, 'shape': (2, 2), }", cases[c].data);
-    const auto ds = open_npy(dir.path());
+    const auto ds = open_npy(dir.path.string());
     const int64_t idx[] = {1};
     const Batch b = ds->fetch(idx);
     EXPECT_EQ(b.at(kDataInput).dtype(), DType::f32);
@@ -107,42 +107,42 @@ TEST(Npy, ConvertsEveryInputDtypeAndReadsVersions2And3) {
 }
 
 TEST(Npy, RefusesWhatItCannotRead) {
-  ScratchDir dir;
+  TempDir dir;
   const std::string inputs = dir.file("inputs.npy"), labels = dir.file("labels.npy");
   write_npy_file(labels, Tensor::from_values<int64_t>(Shape{2}, {0, 1}));
   const auto floats = as_bytes(std::vector<float>{1, 2, 3, 4});
 
   write_npy_raw(inputs, 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", floats);
-  expect_error<Unimplemented>([&] { open_npy(dir.path()); }, {inputs, "Fortran", "ascontiguousarray"});
+  expect_error<Unimplemented>([&] { open_npy(dir.path.string()); }, {inputs, "Fortran", "ascontiguousarray"});
   write_npy_raw(inputs, 1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2), }", floats);
-  expect_error<Unimplemented>([&] { open_npy(dir.path()); }, {inputs, "big-endian"});
+  expect_error<Unimplemented>([&] { open_npy(dir.path.string()); }, {inputs, "big-endian"});
   write_npy_raw(inputs, 1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2, 2), }", floats);
-  expect_error<Unimplemented>([&] { open_npy(dir.path()); }, {inputs, "<c8", "astype"});
+  expect_error<Unimplemented>([&] { open_npy(dir.path.string()); }, {inputs, "<c8", "astype"});
 
   write_npy_raw(inputs, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }",
                 std::vector<uint8_t>(floats.begin(), floats.end() - 3));
   const size_t header_end = read_bytes(inputs).size() - (floats.size() - 3);
-  expect_error<FormatError>([&] { open_npy(dir.path()); },
+  expect_error<FormatError>([&] { open_npy(dir.path.string()); },
                             {inputs, "truncated", "byte offset " + std::to_string(header_end),
                              std::to_string(header_end + floats.size() - 3)});
 
   write_bytes(inputs, {'n', 'o', 't', ' ', 'n', 'p', 'y', '!', '!', '!', '!', '!'});
-  expect_error<FormatError>([&] { open_npy(dir.path()); }, {inputs, "magic"});
+  expect_error<FormatError>([&] { open_npy(dir.path.string()); }, {inputs, "magic"});
   write_bytes(inputs, {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 200, 0});
-  expect_error<FormatError>([&] { open_npy(dir.path()); }, {inputs, "truncated"});
+  expect_error<FormatError>([&] { open_npy(dir.path.string()); }, {inputs, "truncated"});
 
   write_npy_raw(inputs, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
                 as_bytes(std::vector<float>{1, 2, 3}));
-  expect_error<FormatError>([&] { open_npy(dir.path()); }, {"3 samples", "2 labels"});
+  expect_error<FormatError>([&] { open_npy(dir.path.string()); }, {"3 samples", "2 labels"});
 
   write_npy_file(inputs, Tensor(DType::f32, Shape{2, 2}));
   write_npy_file(labels, Tensor::from_values<float>(Shape{2}, {0, 1}));
-  expect_error<FormatError>([&] { open_npy(dir.path()); }, {labels, "integers"});
+  expect_error<FormatError>([&] { open_npy(dir.path.string()); }, {labels, "integers"});
   write_npy_file(labels, Tensor::from_values<int32_t>(Shape{2}, {0, -1}));
-  expect_error<FormatError>([&] { open_npy(dir.path()); }, {labels, "negative", "sample 1"});
+  expect_error<FormatError>([&] { open_npy(dir.path.string()); }, {labels, "negative", "sample 1"});
 
-  ScratchDir empty;
-  expect_error<IoError>([&] { open_npy(empty.path()); }, {"inputs.npy", "--data-dir"});
+  TempDir empty;
+  expect_error<IoError>([&] { open_npy(empty.path.string()); }, {"inputs.npy", "--data-dir"});
 }
 
 }  // namespace d5::test

@@ -50,7 +50,7 @@ void check_record(const Batch& b, int64_t row, int r) {
 TEST(Cifar10, ReadsTheOfficialArchive) {
   TempDir dir;
   write_cifar10_archive(dir.file("cifar-10-binary.tar.gz"));
-  auto train = open_dataset(spec("cifar10", dir.path().string()));
+  auto train = open_dataset(spec("cifar10", dir.path.string()));
   EXPECT_EQ(train->size(), 15);
   EXPECT_EQ(train->classes(), 10);
   EXPECT_EQ(train->sample_descs().at(kDataInput).shape, (Shape{3, 32, 32}));
@@ -63,7 +63,7 @@ TEST(Cifar10, ReadsTheOfficialArchive) {
     EXPECT_EQ(b.at(kDataLabels).data_as<int64_t>()[i], idx[i] % 10);
     EXPECT_EQ(train->label(idx[i]), idx[i] % 10);
   }
-  auto test = open_dataset(spec("cifar10", dir.path().string(), "test"));
+  auto test = open_dataset(spec("cifar10", dir.path.string(), "test"));
   EXPECT_EQ(test->size(), 4);
   const int64_t t0[] = {1};
   check_record(test->fetch(t0), 0, 101);
@@ -72,12 +72,12 @@ TEST(Cifar10, ReadsTheOfficialArchive) {
 
 TEST(Cifar10, ReadsExtractedBinFiles) {
   TempDir dir;
-  std::filesystem::create_directories(dir.path() / "cifar-10-batches-bin");
+  std::filesystem::create_directories(dir.path / "cifar-10-batches-bin");
   for (int b = 1; b <= 5; ++b) {
     test::write_bytes(dir.file("cifar-10-batches-bin/data_batch_" + std::to_string(b) + ".bin"),
                       records(2, 1, (b - 1) * 2, cifar10_labels));
   }
-  auto ds = open_dataset(spec("cifar10", dir.path().string()));
+  auto ds = open_dataset(spec("cifar10", dir.path.string()));
   EXPECT_EQ(ds->size(), 10);
   check_record(ds->fetch(std::vector<int64_t>{9}), 0, 9);
 }
@@ -90,11 +90,11 @@ TEST(Cifar100, FineAndCoarseLabels) {
     w.add_file("cifar-100-binary/test.bin", records(5, 2, 0, cifar100_labels));
     w.finish();
   }
-  auto fine = open_dataset(spec("cifar100", dir.path().string()));
+  auto fine = open_dataset(spec("cifar100", dir.path.string()));
   EXPECT_EQ(fine->size(), 30);
   EXPECT_EQ(fine->classes(), 100);
   EXPECT_EQ(fine->label(27), 27);
-  auto s = spec("cifar100", dir.path().string());
+  auto s = spec("cifar100", dir.path.string());
   s.options["label"] = "coarse";
   auto coarse = open_dataset(s);
   EXPECT_EQ(coarse->classes(), 20);
@@ -108,21 +108,21 @@ TEST(Cifar, CorruptDataIsFormatError) {
   for (int b = 1; b <= 5; ++b) test::write_bytes(dir.file("data_batch_" + std::to_string(b) + ".bin"), data);
   data.resize(data.size() - 10);  // a partial last record
   test::write_bytes(dir.file("data_batch_3.bin"), data);
-  D5_EXPECT_FORMAT_ERROR(open_dataset(spec("cifar10", dir.path().string())), "data_batch_3.bin", "offset 6146");
+  D5_EXPECT_FORMAT_ERROR(open_dataset(spec("cifar10", dir.path.string())), "data_batch_3.bin", "offset 6146");
   data = records(3, 1, 0, cifar10_labels);
   data[3073] = 10;  // label of record 1
   test::write_bytes(dir.file("data_batch_3.bin"), data);
-  D5_EXPECT_FORMAT_ERROR(open_dataset(spec("cifar10", dir.path().string())), "data_batch_3.bin", "offset 3073");
+  D5_EXPECT_FORMAT_ERROR(open_dataset(spec("cifar10", dir.path.string())), "data_batch_3.bin", "offset 3073");
 }
 
 TEST(Cifar, RefusesBadArguments) {
   TempDir dir;
-  EXPECT_THROW(open_dataset(spec("cifar10", dir.path().string())), IoError);  // nothing there
+  EXPECT_THROW(open_dataset(spec("cifar10", dir.path.string())), IoError);  // nothing there
   EXPECT_THROW(open_dataset(spec("cifar10", "")), InvalidArgument);
-  auto s = spec("cifar10", dir.path().string());
+  auto s = spec("cifar10", dir.path.string());
   s.options["colour"] = "1";
   EXPECT_THROW(open_dataset(s), InvalidArgument);
-  EXPECT_THROW(open_dataset(spec("cifar10", dir.path().string(), "validation")), InvalidArgument);
+  EXPECT_THROW(open_dataset(spec("cifar10", dir.path.string(), "validation")), InvalidArgument);
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ TEST(ImageTar, FetchDecodesMembersByOffset) {
   D5_REQUIRE_JPEG();
   TempDir dir;
   const auto jpegs = write_image_tar(dir.file("train.tar"), 2);
-  auto ds = open_dataset(spec(dir.path().string(), {{"resize", "32"}, {"crop", "24"}, {"threads", "3"}}));
+  auto ds = open_dataset(spec(dir.path.string(), {{"resize", "32"}, {"crop", "24"}, {"threads", "3"}}));
   EXPECT_EQ(ds->size(), 6);
   EXPECT_EQ(ds->classes(), 3);
   EXPECT_EQ(ds->sample_descs().at(kDataInput).shape, (Shape{3, 24, 24}));
@@ -144,7 +144,7 @@ TEST(ImageTar, RefusesBadArchives) {
     w.add_file("c/a.JPEG", encode_jpeg(test::gradient_image(8, 8)));
   }
   EXPECT_THROW(open_dataset(spec(dir.file("z.tar.gz"))), InvalidArgument);
-  EXPECT_THROW(open_dataset(spec(dir.path().string())), IoError);  // no train.tar
+  EXPECT_THROW(open_dataset(spec(dir.path.string())), IoError);  // no train.tar
   EXPECT_THROW(open_dataset(spec(dir.file("flat.tar"), {{"crop", "300"}})), InvalidArgument);
   EXPECT_THROW(open_dataset(spec(dir.file("flat.tar"), {{"size", "3"}})), InvalidArgument);
 }

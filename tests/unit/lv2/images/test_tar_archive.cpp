@@ -144,13 +144,13 @@ TEST(TarArchive, ReadsArchivesMadeByGnuTar) {
   TempDir dir;
   // 153 bytes: a long-name record in the gnu and pax formats, the prefix field in ustar.
   const std::string deep = "d/" + std::string(90, 'n') + "/" + std::string(60, 'f');
-  std::filesystem::create_directories(dir.path() / "src" / std::filesystem::path(deep).parent_path());
+  std::filesystem::create_directories(dir.path / "src" / std::filesystem::path(deep).parent_path());
   test::write_bytes(dir.file("src/" + deep), bytes_of(std::string(1500, 'k')));
   test::write_bytes(dir.file("src/d/small.bin"), bytes_of("tiny"));
   // A 110-byte file name cannot be split into prefix + name: gnu writes an 'L' record, pax an
   // 'x' header with a path; ustar cannot store it, so its archive leaves e/ out.
   const std::string wide = "e/" + std::string(110, 'w');
-  std::filesystem::create_directories(dir.path() / "src" / "e");
+  std::filesystem::create_directories(dir.path / "src" / "e");
   test::write_bytes(dir.file("src/" + wide), bytes_of("wide"));
   for (const std::string format : {"gnu", "pax", "ustar"}) {
     for (const bool gz : {false, true}) {

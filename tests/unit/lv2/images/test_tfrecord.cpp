@@ -147,7 +147,7 @@ TEST(TfRecordDataset, DecodesImagesWithLabelOffset) {
   auto more = write_examples(dir.file("train-00001-of-00002"), 3, 1);
   write_examples(dir.file("validation-00000-of-00001"), 2, 1);
   jpegs.insert(jpegs.end(), more.begin(), more.end());
-  auto ds = open_dataset(spec(dir.path().string(), {{"label_offset", "1"}, {"resize", "32"}, {"crop", "32"}}));
+  auto ds = open_dataset(spec(dir.path.string(), {{"label_offset", "1"}, {"resize", "32"}, {"crop", "32"}}));
   EXPECT_EQ(ds->size(), 8);
   EXPECT_EQ(ds->classes(), 4);  // found by the label scan
   EXPECT_EQ(ds->label(6), 1);
@@ -159,7 +159,7 @@ TEST(TfRecordDataset, DecodesImagesWithLabelOffset) {
     decode_jpeg_into(jpegs[static_cast<size_t>(idx[i])], "ref", ImagePreprocess{32, 32, false}, want.data());
     EXPECT_EQ(std::memcmp(b.at(kDataInput).data_as<float>() + i * want.size(), want.data(), want.size() * 4), 0);
   }
-  auto val = open_dataset(spec(dir.path().string(), {{"label_offset", "1"}, {"classes", "1000"}}, "test"));
+  auto val = open_dataset(spec(dir.path.string(), {{"label_offset", "1"}, {"classes", "1000"}}, "test"));
   EXPECT_EQ(val->size(), 2);
   EXPECT_EQ(val->classes(), 1000);
   EXPECT_EQ(val->label(1), 1);
@@ -183,7 +183,7 @@ TEST(TfRecordDataset, LabelRangeAndCorruptionAreFormatErrors) {
                          "offset " + std::to_string(locs[2].offset));
   // Without classes=N the open scans every record and finds it at once.
   D5_EXPECT_FORMAT_ERROR(open_dataset(spec(path, {{"label_offset", "1"}})), "x.tfrecord");
-  EXPECT_THROW(open_dataset(spec(dir.path().string(), {{"shuffle", "1"}})), InvalidArgument);
+  EXPECT_THROW(open_dataset(spec(dir.path.string(), {{"shuffle", "1"}})), InvalidArgument);
   EXPECT_THROW(open_dataset(spec(dir.file("nothing"), {})), IoError);
 }
 
