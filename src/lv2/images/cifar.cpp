@@ -65,9 +65,8 @@ class CifarDataset final : public Dataset {
     D5_CHECK_ARG(cifar100 || label == "fine", "dataset 'cifar10' has one label per image; option label is for cifar100");
     label_byte_ = cifar100 && label == "fine" ? 1 : 0;
     classes_ = !cifar100 ? 10 : (label == "fine" ? 100 : 20);
-    D5_CHECK_ARG(!spec.data_dir.empty(), "dataset '{}' needs a data directory holding {} or its extracted .bin files",
-                 spec.name, l.archive);
-    load(fs::path(spec.data_dir), l, spec.split == "train" ? l.train : l.test);
+    // Without --data-dir: where `d5 data download cifar10|cifar100` puts the archive.
+    load(fs::path(data::data_dir_for(spec)), l, spec.split == "train" ? l.train : l.test);
   }
 
   std::string name() const override { return name_; }
@@ -117,9 +116,9 @@ class CifarDataset final : public Dataset {
     } else {
       const fs::path archive = fs::is_regular_file(dir) ? dir : dir / l.archive;
       D5_CHECK(fs::is_regular_file(archive), IoError,
-               "dataset '{}': neither {} nor the extracted {} found in '{}' (download {} from "
-               "https://www.cs.toronto.edu/~kriz/cifar.html)",
-               l.name, l.archive, fmt::join(files, ", "), dir.string(), l.archive);
+               "dataset '{}': neither {} nor the extracted {} found in '{}' (run 'd5 data download {}', or pass "
+               "--data-dir with the directory holding them)",
+               l.name, l.archive, fmt::join(files, ", "), dir.string(), l.name);
       std::map<std::string, std::vector<uint8_t>> members;
       TarReader reader(archive.string());
       TarMember m;

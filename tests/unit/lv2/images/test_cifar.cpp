@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "deep500/dataset.h"
 #include "deep500/error.h"
 #include "deep500/tar_archive.h"
@@ -118,11 +121,38 @@ TEST(Cifar, CorruptDataIsFormatError) {
 TEST(Cifar, RefusesBadArguments) {
   TempDir dir;
   EXPECT_THROW(open_dataset(spec("cifar10", dir.path.string())), IoError);  // nothing there
-  EXPECT_THROW(open_dataset(spec("cifar10", "")), InvalidArgument);
   auto s = spec("cifar10", dir.path.string());
   s.options["colour"] = "1";
   EXPECT_THROW(open_dataset(s), InvalidArgument);
   EXPECT_THROW(open_dataset(spec("cifar10", dir.path.string(), "validation")), InvalidArgument);
+}
+
+// Without a data directory the loader reads where `d5 data download cifar10` stores the archive:
+// $D5_DATA_DIR/cifar10/cifar-10-binary.tar.gz.
+TEST(Cifar10, WithoutADataDirReadsTheDownloadCache) {
+  TempDir cache;
+  const char* old = std::getenv("D5_DATA_DIR");
+  const std::string saved = old ? old : "";
+  setenv("D5_DATA_DIR", cache.path.c_str(), 1);
+  try {
+    open_dataset(spec("cifar10", ""));
+    ADD_FAILURE() << "opened an empty cache";
+  } catch (const IoError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find((cache.path / "cifar10").string()), std::string::npos) << what;
+    EXPECT_NE(what.find("d5 data download cifar10"), std::string::npos) << what;
+  }
+  std::filesystem::create_directories(cache.path / "cifar10");
+  write_cifar10_archive(cache.file("cifar10/cifar-10-binary.tar.gz"));
+  const auto test_set = open_dataset(spec("cifar10", "", "test"));
+  if (old) {
+    setenv("D5_DATA_DIR", saved.c_str(), 1);
+  } else {
+    unsetenv("D5_DATA_DIR");
+  }
+  EXPECT_EQ(test_set->size(), 4);
+  const int64_t idx[] = {3};
+  check_record(test_set->fetch(idx), 0, 103);
 }
 
 }  // namespace
