@@ -50,6 +50,11 @@ Kernel clip(const OpSpec& s) {
       at::Tensor y = c.out[0];
       return {at::clamp_out(y, c.in[0], lo, hi)};
     }
+    // hardtanh's gradient is zero at the bounds, clamp's passes there: the reference's and oneDNN's
+    // is hardtanh's (docs/validation.md, "Gradients at kinks").
+    const bool ordered = !lo || !hi || lo->toDouble() <= hi->toDouble();
+    if (!integral && ordered)
+      return {at::hardtanh(c.in[0], lo ? *lo : at::Scalar(-INFINITY), hi ? *hi : at::Scalar(INFINITY))};
     return {at::clamp(c.in[0], lo, hi)};
   };
 }
@@ -112,7 +117,7 @@ const UnaryDef kUnary[] = {
     {"Neg", "at::neg", plain<at::neg, at::neg_out>},
     {"Abs", "at::abs", plain<at::abs, at::abs_out>},
     {"Reciprocal", "at::reciprocal", plain<at::reciprocal, at::reciprocal_out>},
-    {"Clip", "at::clamp", clip},
+    {"Clip", "at::hardtanh (at::clamp for integers)", clip},
 };
 
 // ---- binary arithmetic ----------------------------------------------------------------------

@@ -53,6 +53,19 @@ TEST(UnaryOps, ClipBoundsAsInputs) {
   EXPECT_EQ(values(op->run_forward(in)[0]), (std::vector<double>{-1, -0.5, 0.5, 1}));
 }
 
+// At a bound Clip's derivative is a choice: zero, as Relu's at 0 and PyTorch's hardtanh.
+TEST(UnaryOps, ClipGradientIsZeroAtTheBounds) {
+  OpSpec spec = spec_of("Clip", {{DType::f32, Shape{5}}}, {{"min", 0.0}, {"max", 6.0}});
+  spec.opset = 6;  // bounds as attributes
+  auto op = make_op(spec);
+  const std::vector<Tensor> in = {Tensor::from_values<float>(Shape{5}, {-1, 0, 3, 6, 7})};
+  const auto out = op->run_forward(in);
+  Tensor gy(DType::f32, Shape{5});
+  gy.fill(1);
+  const std::vector<Tensor> gys = {gy};
+  EXPECT_EQ(values(op->run_backward(gys, in, out)[0]), (std::vector<double>{0, 0, 1, 0, 0}));
+}
+
 TEST(UnaryOps, IntegerReluAndFloatOnlyRefusal) {
   auto op = make_op(spec_of("Relu", {{DType::i32, Shape{3}}}));
   const std::vector<Tensor> in = {Tensor::from_values<int32_t>(Shape{3}, {-2, 0, 5})};

@@ -99,7 +99,9 @@ const UnaryDef kDefs[] = {
     {"Reciprocal", [](double x, const Params&) { return 1 / x; },
      [](double, double y, const Params&) { return -y * y; }, false, no_params},
     {"Clip", [](double x, const Params& p) { return std::min(std::max(x, p.lo), p.hi); },
-     [](double x, double, const Params& p) { return x >= p.lo && x <= p.hi ? 1.0 : 0.0; }, true,
+     // Zero at the bounds, as for Relu at 0 (Clip(0, inf) is Relu, and ReLU6 exports as Clip(0, 6)),
+     // PyTorch's hardtanh and oneDNN's clip_v2 (docs/validation.md, "Gradients at kinks").
+     [](double x, double, const Params& p) { return x > p.lo && x < p.hi ? 1.0 : 0.0; }, true,
      [](const OpSpec& s, Params& p) {  // opset < 11: min/max attributes; later: inputs 1 and 2
        p.lo = s.attrs.get_float("min", -INFINITY);
        p.hi = s.attrs.get_float("max", INFINITY);
