@@ -19,6 +19,7 @@
 
 #include "deep500/graph_executor.h"
 #include "deep500/implementation_pins.h"
+#include "deep500/native_layout.h"
 #include "deep500/operator.h"
 
 namespace d5 {
@@ -36,6 +37,19 @@ struct OperatorExecutorOptions {
   int64_t workspace_limit = -1;
   // Op type -> the implementation that must run it (implementation_pins.h).
   ImplementationPins pins = {};
+  // Inference keeps a tensor in the layout its producer's backend chose while every consumer is an
+  // operator of that backend that takes it (native_layout.h): reorders happen only where a
+  // tensor leaves them. Off: every operator exchanges plain row-major tensors. Training steps
+  // always exchange plain tensors.
+  bool native_layouts = true;
+};
+
+// The layouts one node exchanges in a plan: "plain", or a backend's own ("onednn:aBcd16b"), per
+// input and output ("" where absent), and the activation reorders one forward call of it runs.
+struct NodeLayouts {
+  std::string node;
+  std::vector<std::string> inputs, outputs;
+  LayoutReorders reorders;
 };
 
 // The operator-executor options a registered executor factory receives as ExecutorOptions.
@@ -73,12 +87,16 @@ class OperatorExecutor : public GraphExecutor {
   // The operator that runs `node` (its workspace, work counts, implementation); nullptr for
   // folded nodes and names that are not nodes.
   const Operator* operator_of(const std::string& node) const;
+  // Per node that runs, in order: the layouts the plan for `loss` ("" = inference) exchanges
+  // and the reorders each forward call runs. Makes the plan if there is none yet.
+  std::vector<NodeLayouts> layouts(const std::string& loss = "");
 
  private:
   struct Plan;
   struct NodeState;
   const Plan& plan_for(const std::string& loss);
   Plan build_plan(const std::string& loss) const;
+  void plan_layouts(Plan& p) const;
   TensorMap run(const TensorMap& feeds, const std::string& loss);
 
   std::string name_;

@@ -73,6 +73,10 @@ std::string console_text(const Results& res) {
       for (const auto& f : c.extra["fallbacks"])
         s << fmt::format("  {:<28} {}\n", f["node"].get<std::string>(), f["reason"].get<std::string>());
     }
+    if (c.extra.contains("layouts") && c.extra["layouts"]["native_tensors"].get<int64_t>() > 0)
+      s << fmt::format("\n{}: {} tensor(s) kept in backend layouts, {} activation reorder(s) per forward call\n",
+                       c.name, c.extra["layouts"]["native_tensors"].get<int64_t>(),
+                       c.extra["layouts"]["reorders_per_forward"].get<int64_t>());
     if (c.extra.contains("breakdown"))
       s << fmt::format("\nbreakdown of {}:\n{}", c.name,
                        format_breakdown(breakdown_from_json(c.extra["breakdown"])));

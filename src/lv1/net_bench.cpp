@@ -78,6 +78,22 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
   nlohmann::json fallbacks = nlohmann::json::array();
   for (const auto& [node, why] : ex->fallbacks()) fallbacks.push_back({{"node", node}, {"reason", why}});
   c.extra["fallbacks"] = fallbacks;
+  if (auto* op_ex = dynamic_cast<OperatorExecutor*>(ex.get())) {
+    // Where tensors travel in a backend's own layout, and the reorders each forward call runs.
+    nlohmann::json nodes = nlohmann::json::array();
+    int64_t reorders = 0, native = 0;
+    for (const auto& n : op_ex->layouts(loss)) {
+      reorders += n.reorders.inputs + n.reorders.outputs;
+      native += std::count_if(n.outputs.begin(), n.outputs.end(),
+                              [](const std::string& l) { return !l.empty() && l != "plain"; });
+      nodes.push_back({{"node", n.node},
+                       {"inputs", n.inputs},
+                       {"outputs", n.outputs},
+                       {"input_reorders", n.reorders.inputs},
+                       {"output_reorders", n.reorders.outputs}});
+    }
+    c.extra["layouts"] = {{"reorders_per_forward", reorders}, {"native_tensors", native}, {"nodes", nodes}};
+  }
 
   std::string detail;
   if (o.validate && backend != "reference") {

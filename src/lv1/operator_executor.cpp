@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 #include "deep500/error.h"
 #include "deep500/memory.h"
 #include "deep500/op_registry.h"
+#include "deep500/selective_backward.h"
 
 namespace d5 {
 
@@ -33,6 +35,7 @@ struct Step {
   // Reverse mode.
   bool backward = false;                 // runs in a training step
   std::vector<bool> grad_wanted;         // per input: differentiable and depends on a parameter
+  std::vector<bool> grad_given;          // per input: a gradient buffer goes to backward
   std::vector<int> free_after_backward;  // forward values no backward still to run reads
 };
 
@@ -76,6 +79,10 @@ struct OperatorExecutor::Plan {
   std::vector<std::pair<int, Tensor>> constants;
   int loss_slot = -1;
   std::vector<bool> keep_to_end;  // per slot: returned (graph outputs, the loss)
+  // Native layouts (inference): per slot, the backend layout it travels in (none: plain), and
+  // the operator variants that exchange them, which steps point at instead of the nodes' own.
+  std::vector<std::optional<BackendLayout>> layouts;
+  std::vector<std::unique_ptr<Operator>> variants;
 };
 
 OperatorExecutor::OperatorExecutor(Network& network, std::string name, std::vector<std::string> backends,
@@ -238,6 +245,8 @@ OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) con
   }
   p.keep_to_end.assign(p.slots.size(), false);
   for (const auto& [name, id] : p.outputs) p.keep_to_end[id] = true;
+  p.layouts.assign(p.slots.size(), std::nullopt);
+  if (loss.empty() && options_.native_layouts) plan_layouts(p);
 
   // Reverse mode: which slots depend on a parameter (forward), and which gradients reach the
   // loss (backward, through differentiable inputs only).
@@ -264,6 +273,13 @@ OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) con
       const bool wants = std::find(st.grad_wanted.begin(), st.grad_wanted.end(), true) != st.grad_wanted.end();
       st.backward = out_reaches && wants;
       if (!st.backward) continue;
+      // Differentiable inputs no parameter depends on (graph inputs, constants) get no buffer
+      // where the operator can skip them: their gradient would be computed for nothing.
+      const auto& mask = nodes_.at(st.node.name).grad_mask;
+      const bool skips = dynamic_cast<const SelectiveBackward*>(st.op) != nullptr;
+      st.grad_given.assign(st.in.size(), false);
+      for (size_t i = 0; i < st.in.size(); ++i)
+        st.grad_given[i] = i < mask.size() && mask[i] && st.op->spec().has_input(i) && (!skips || st.grad_wanted[i]);
       for (size_t i = 0; i < st.in.size(); ++i)
         if (st.grad_wanted[i]) reaches_loss[st.in[i]] = true;
     }
@@ -292,6 +308,70 @@ OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) con
     else p.steps[last_forward[s]].free_after.push_back(static_cast<int>(s));
   }
   return p;
+}
+
+// In forward order: a step whose operator exchanges backend layouts gets a variant reading its
+// inputs in the layouts their producers left them in, and leaving an output in its own layout
+// when every reader takes that layout (a graph output or the loss never: the caller reads them).
+void OperatorExecutor::plan_layouts(Plan& p) const {
+  std::vector<std::vector<std::pair<size_t, size_t>>> readers(p.slots.size());  // (step, input)
+  for (size_t k = 0; k < p.steps.size(); ++k)
+    for (size_t i = 0; i < p.steps[k].in.size(); ++i)
+      if (p.steps[k].in[i] >= 0) readers[p.steps[k].in[i]].emplace_back(k, i);
+  auto layout_op = [](const Operator* op) { return dynamic_cast<const NativeLayoutOperator*>(op); };
+  for (Step& st : p.steps) {
+    const NativeLayoutOperator* op = layout_op(st.op);
+    if (!op) continue;
+    std::vector<std::optional<BackendLayout>> in(st.in.size());
+    bool native_in = false;
+    for (size_t i = 0; i < st.in.size(); ++i)
+      if (st.in[i] >= 0 && p.layouts[st.in[i]]) {
+        in[i] = p.layouts[st.in[i]];
+        native_in = true;
+      }
+    // Which layouts the outputs would have: the operator's own for plain inputs, else a probe's.
+    std::unique_ptr<Operator> probe;
+    if (native_in) probe = op->with_layouts(in, std::vector<bool>(st.out.size(), true));
+    const NativeLayoutOperator* candidate = probe ? layout_op(probe.get()) : op;
+    std::vector<bool> keep(st.out.size(), false);
+    bool any_kept = false;
+    for (size_t j = 0; j < st.out.size(); ++j) {
+      const int s = st.out[j];
+      if (s < 0 || p.keep_to_end[s] || readers[s].empty() || !candidate) continue;
+      const auto l = candidate->output_layout(j);
+      keep[j] = l && std::all_of(readers[s].begin(), readers[s].end(), [&](const auto& r) {
+                  const NativeLayoutOperator* reader = layout_op(p.steps[r.first].op);
+                  return reader && reader->accepts_layout(r.second, *l);
+                });
+      any_kept = any_kept || keep[j];
+    }
+    if (!native_in && !any_kept) continue;
+    std::unique_ptr<Operator> v = op->with_layouts(in, keep);
+    if (const NativeLayoutOperator* vl = layout_op(v.get()))
+      for (size_t j = 0; j < st.out.size(); ++j)
+        if (keep[j]) p.layouts[st.out[j]] = vl->output_layout(j);
+    st.op = v.get();
+    p.variants.push_back(std::move(v));
+  }
+}
+
+std::vector<NodeLayouts> OperatorExecutor::layouts(const std::string& loss) {
+  const Plan& p = plan_for(loss);
+  auto name = [&](int s) -> std::string {
+    if (s < 0) return "";
+    const auto& l = p.layouts[s];
+    return l ? l->backend + ":" + l->name : "plain";
+  };
+  std::vector<NodeLayouts> out;
+  for (const Step& st : p.steps) {
+    NodeLayouts n;
+    n.node = st.node.name;
+    for (int s : st.in) n.inputs.push_back(name(s));
+    for (int s : st.out) n.outputs.push_back(name(s));
+    if (const auto* op = dynamic_cast<const NativeLayoutOperator*>(st.op)) n.reorders = op->reorders();
+    out.push_back(std::move(n));
+  }
+  return out;
 }
 
 TensorMap OperatorExecutor::inference(const TensorMap& feeds) { return run(feeds, ""); }
@@ -388,7 +468,10 @@ TensorMap OperatorExecutor::run(const TensorMap& feeds, const std::string& loss)
           completed = false;
           break;
         }
-        auto grad_ins = st.op->run_backward(grad_outs, ins, op_outs);
+        std::vector<Tensor> grad_ins(st.in.size());
+        for (size_t i = 0; i < st.in.size(); ++i)
+          if (st.grad_given[i]) grad_ins[i] = Tensor::uninitialized(st.op->spec().inputs[i]);
+        st.op->backward(grad_outs, ins, op_outs, grad_ins);
         for (const auto& g : grad_ins) hold(static_cast<int64_t>(g.bytes()));
         completed = fire_after_operator(st.node, Pass::backward, grad_ins);
         for (size_t i = 0; i < grad_ins.size(); ++i) {

@@ -20,6 +20,44 @@ namespace {
 using alg = dnnl::algorithm;
 enum class Kind { add, sub, mul, div, max, min };
 
+// The forward-only variant (NativeLayoutOperator) of a binary op whose inputs have the output's
+// shape and arrive, one or both, in oneDNN layouts: it computes in the first such input's
+// layout, reordering the other input where it differs, and leaves the output in it when io keeps it.
+class LayoutBinaryOp : public OnednnOp {
+ public:
+  LayoutBinaryOp(const OpSpec& s, alg a, const std::vector<TensorDesc>& outputs, const IoLayouts& io)
+      : OnednnOp(s, outputs) {
+    const memory::dims dims = dims_of(outputs[0].shape);
+    const memory::desc* native = io.input(0) ? io.input(0) : io.input(1);
+    const memory::desc md = native ? *native : plain(dims);
+    for (size_t k = 0; k < 2; ++k) {
+      in_[k] = port(io.input(k) ? *io.input(k) : plain(dims), md, Port::Dir::in);
+      reorders_.inputs += in_[k].reorders();
+    }
+    y_ = port(io.keeps(0) ? md : plain(dims), md, Port::Dir::out);
+    reorders_.outputs = y_.reorders();
+    if (io.keeps(0)) set_output_layout(0, md);
+    append<dnnl::binary>(steps_, dnnl::binary::primitive_desc({a, md, md, md}, attr(), engine()),
+                         {{DNNL_ARG_SRC_0, in_[0].mem()}, {DNNL_ARG_SRC_1, in_[1].mem()}, {DNNL_ARG_DST, y_.mem()}},
+                         false);
+  }
+
+  void forward(std::span<const Tensor> in, std::span<Tensor> out) override {
+    check_inputs(in);
+    in_[0].in(in[0].data());
+    in_[1].in(in[1].data());
+    y_.out(out[0].data());
+    run(steps_);
+    y_.finish();
+  }
+
+  double flops() const override { return static_cast<double>(outputs_[0].numel()); }
+
+ private:
+  Port in_[2], y_;
+  Steps steps_;
+};
+
 class BinaryOp : public OnednnOp {
  public:
   BinaryOp(const OpSpec& s, Kind kind) : OnednnOp(s, outputs_of(s)), kind_(kind) {
@@ -75,6 +113,16 @@ class BinaryOp : public OnednnOp {
   }
 
   double flops() const override { return static_cast<double>(outputs_[0].numel()); }
+
+ protected:
+  // Without broadcasting: each input has the output's dimensions.
+  bool takes_layout(size_t i) const override {
+    const memory::dims out = padded(dims_of(outputs_[0].shape), dims_[0].size());
+    return i < 2 && dims_[0] == out && dims_[1] == out;
+  }
+  std::unique_ptr<OnednnOp> variant(const IoLayouts& io) const override {
+    return std::make_unique<LayoutBinaryOp>(spec_, forward_alg(), outputs_, io);
+  }
 
  private:
   static std::vector<TensorDesc> outputs_of(const OpSpec& s) {

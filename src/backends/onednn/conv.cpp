@@ -48,7 +48,9 @@ class ConvOp : public OnednnOp {
   static constexpr bool kTransposed = std::is_same_v<Fwd, dnnl::deconvolution_forward>;
 
  public:
-  ConvOp(const OpSpec& s, const ConvDims& d, const Window& w)
+  // With `io`, a forward-only variant (NativeLayoutOperator) reading X in io's layout and
+  // leaving Y in the primitive's when io keeps it.
+  ConvOp(const OpSpec& s, const ConvDims& d, const Window& w, const IoLayouts* io = nullptr)
       : OnednnOp(s, outputs_of(s, d, w)), d_(d), w_(w) {
     refuse_if(w.rank() > 3, "{} spatial axes: oneDNN convolutions have 1 to 3", w.rank());
     // Conv: src X over the window's image, dst Y over its positions; ConvTranspose the other way.
@@ -59,50 +61,63 @@ class ConvOp : public OnednnOp {
     const auto alg = kTransposed ? dnnl::algorithm::deconvolution_direct : dnnl::algorithm::convolution_auto;
     const auto strides = dnnl_strides(w), dil = dnnl_dilations(w), pl = padding_l(w), pr = padding_r(w);
     const auto any_w = any(wmd.dims());
+    const prop_kind prop = io ? prop_kind::forward_inference : prop_kind::forward_training;
+    auto forward_pd = [&](const memory::desc& src_md) {
+      return typename Fwd::primitive_desc(
+          d.bias ? typename Fwd::desc(prop, alg, src_md, any_w, bmd, any(dst), strides, dil, pl, pr)
+                 : typename Fwd::desc(prop, alg, src_md, any_w, any(dst), strides, dil, pl, pr),
+          attr(), engine());
+    };
+    typename Fwd::primitive_desc fwd = forward_pd(any(src));
+    // An input arriving in a layout of oneDNN's: read it as is unless that only has a slower kernel.
+    const memory::desc* x_in = io ? io->input(0) : nullptr;
+    auto reference_kernel = [](const auto& pd) { return std::string(pd.impl_info_str()).rfind("ref", 0) == 0; };
+    if (x_in && fwd.src_desc() != *x_in) {
+      try {
+        auto as_is = forward_pd(*x_in);
+        if (!reference_kernel(as_is) || reference_kernel(fwd)) fwd = as_is;
+      } catch (const dnnl::error&) {  // no kernel takes it: the port reorders
+      }
+    }
+    uses(fwd);
+    forward_ = make_primitive<Fwd>(fwd);
+    using Dir = Port::Dir;
+    const bool keep_y = io ? io->keeps(0) : false;
+    x_ = port(x_in ? *x_in : plain(src), fwd.src_desc(), Dir::in);
+    w_fwd_ = port(wmd, fwd.weights_desc(), Dir::in);
+    y_ = port(keep_y ? fwd.dst_desc() : plain(dst), fwd.dst_desc(), Dir::out);
+    reorders_ = {x_.reorders(), y_.reorders()};
+    if (!io || keep_y) set_output_layout(0, fwd.dst_desc());
+    b_ = unbound(bmd);
+    forward_args_ = {{DNNL_ARG_SRC, x_.mem()}, {DNNL_ARG_WEIGHTS, w_fwd_.mem()}, {DNNL_ARG_DST, y_.mem()}};
+    if (d.bias) forward_args_.emplace(DNNL_ARG_BIAS, b_);
+    if (io) return;
 
-    const typename Fwd::primitive_desc fwd(
-        d.bias ? typename Fwd::desc(prop_kind::forward_training, alg, any(src), any_w, bmd, any(dst), strides,
-                                    dil, pl, pr)
-               : typename Fwd::desc(prop_kind::forward_training, alg, any(src), any_w, any(dst), strides, dil,
-                                    pl, pr),
-        attr(), engine());
     const typename BwdData::primitive_desc bwd_data({alg, any(src), any_w, any(dst), strides, dil, pl, pr},
                                                     attr(), engine(), fwd);
     const typename BwdWeights::primitive_desc bwd_weights(
         d.bias ? typename BwdWeights::desc(alg, any(src), any_w, bmd, any(dst), strides, dil, pl, pr)
                : typename BwdWeights::desc(alg, any(src), any_w, any(dst), strides, dil, pl, pr),
         attr(), engine(), fwd);
-    uses(fwd);
     uses(bwd_data, true);
     uses(bwd_weights, true);
-    forward_ = make_primitive<Fwd>(fwd);
     backward_data_ = make_primitive<BwdData>(bwd_data);
     backward_weights_ = make_primitive<BwdWeights>(bwd_weights);
-
-    using Dir = Port::Dir;
-    x_ = port(plain(src), fwd.src_desc(), Dir::in);
-    w_fwd_ = port(wmd, fwd.weights_desc(), Dir::in);
-    y_ = port(plain(dst), fwd.dst_desc(), Dir::out);
     gy_data_ = port(plain(dst), bwd_data.diff_dst_desc(), Dir::in);
     w_data_ = port(wmd, bwd_data.weights_desc(), Dir::in);
     gx_ = port(plain(src), bwd_data.diff_src_desc(), Dir::out);
     x_weights_ = port(plain(src), bwd_weights.src_desc(), Dir::in);
     gy_weights_ = port(plain(dst), bwd_weights.diff_dst_desc(), Dir::in);
     gw_ = port(wmd, bwd_weights.diff_weights_desc(), Dir::out);
-    b_ = unbound(bmd);
     gb_ = unbound(bmd);
     spare_gb_.allocate(d.m);
-    forward_args_ = {{DNNL_ARG_SRC, x_.mem()}, {DNNL_ARG_WEIGHTS, w_fwd_.mem()}, {DNNL_ARG_DST, y_.mem()}};
     backward_data_args_ = {{DNNL_ARG_DIFF_DST, gy_data_.mem()},
                            {DNNL_ARG_WEIGHTS, w_data_.mem()},
                            {DNNL_ARG_DIFF_SRC, gx_.mem()}};
     backward_weights_args_ = {{DNNL_ARG_SRC, x_weights_.mem()},
                               {DNNL_ARG_DIFF_DST, gy_weights_.mem()},
                               {DNNL_ARG_DIFF_WEIGHTS, gw_.mem()}};
-    if (d.bias) {
-      forward_args_.emplace(DNNL_ARG_BIAS, b_);
-      backward_weights_args_.emplace(DNNL_ARG_DIFF_BIAS, gb_);
-    }
+    if (d.bias) backward_weights_args_.emplace(DNNL_ARG_DIFF_BIAS, gb_);
   }
 
   void forward(std::span<const Tensor> in, std::span<Tensor> out) override {
@@ -136,6 +151,11 @@ class ConvOp : public OnednnOp {
       run(backward_weights_, backward_weights_args_);
       gw_.finish();
     }
+  }
+
+  bool takes_layout(size_t i) const override { return i == 0; }
+  std::unique_ptr<OnednnOp> variant(const IoLayouts& io) const override {
+    return std::make_unique<ConvOp>(spec_, d_, w_, &io);
   }
 
   double flops() const override {

@@ -71,18 +71,25 @@ memory::desc flat(const OpSpec& s) { return plain({std::max<int64_t>(1, s.inputs
 
 class EltwiseOp : public SingleInputOp {
  public:
-  explicit EltwiseOp(const OpSpec& s) : SingleInputOp(s, outputs_of(s), flat(s)) {
-    const auto md = flat(s);
+  // With `io`, a forward-only variant (NativeLayoutOperator): an input in a oneDNN layout is
+  // computed in it, and the output stays in it when io keeps it.
+  explicit EltwiseOp(const OpSpec& s, const IoLayouts* io = nullptr) : SingleInputOp(s, outputs_of(s), flat(s)) {
+    const memory::desc* x_in = io ? io->input(0) : nullptr;
+    const auto md = x_in ? *x_in : flat(s);
+    if (x_in) {
+      exchange(md, md, io->keeps(0) ? md : plain(dims_of(s.inputs[0].shape)), md);
+      if (io->keeps(0)) set_output_layout(0, md);
+    }
     const auto steps = steps_of(s);
+    const auto prop = io ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
     std::vector<dnnl::eltwise_forward::primitive_desc> fwd;
     for (const EltStep& st : steps)
-      fwd.emplace_back(
-          dnnl::eltwise_forward::desc{dnnl::prop_kind::forward_training, st.algorithm, md, st.alpha, st.beta},
-          attr(), engine());
+      fwd.emplace_back(dnnl::eltwise_forward::desc{prop, st.algorithm, md, st.alpha, st.beta}, attr(), engine());
     // Forward: step 0 reads x, a second step updates y in place.
     append<dnnl::eltwise_forward>(forward_steps_, fwd[0], {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}}, false);
     if (steps.size() > 1)
       append<dnnl::eltwise_forward>(forward_steps_, fwd[1], {{DNNL_ARG_SRC, y_}, {DNNL_ARG_DST, y_}}, false);
+    if (io) return;
     // Backward, last step first; each step reads its own input. A second step's input (the first
     // step's output) is recomputed into `between_`, and the gradient then flows in place in gx.
     auto bwd = [&](size_t k) {
@@ -104,6 +111,12 @@ class EltwiseOp : public SingleInputOp {
   }
 
   double flops() const override { return static_cast<double>(spec_.inputs[0].numel()); }
+
+ protected:
+  bool takes_layout(size_t i) const override { return i == 0; }
+  std::unique_ptr<OnednnOp> variant(const IoLayouts& io) const override {
+    return std::make_unique<EltwiseOp>(spec_, &io);
+  }
 
  private:
   static std::vector<TensorDesc> outputs_of(const OpSpec& s) {

@@ -46,36 +46,48 @@ void add_statistics_gradient(const float* x, const float* mean, const float* dme
 // so each position has its own statistics.
 class BatchNormOp : public OnednnOp {
  public:
-  explicit BatchNormOp(const OpSpec& s) : OnednnOp(s, outputs_of(s)) {
+  // With `io`, a forward-only variant (NativeLayoutOperator, inference mode): X in a oneDNN
+  // layout is normalized in it, and Y stays in it when io keeps it.
+  explicit BatchNormOp(const OpSpec& s, const IoLayouts* io = nullptr) : OnednnOp(s, outputs_of(s)) {
     const Shape& x = s.inputs[0].shape;
     training_ = s.attrs.get_int("training_mode", 0) != 0;
     momentum_ = s.attrs.get_float("momentum", 0.9);
     const float eps = static_cast<float>(s.attrs.get_float("epsilon", 1e-5));
-    const bool spatial = s.attrs.get_int("spatial", 1) != 0;
+    spatial_ = s.attrs.get_int("spatial", 1) != 0;
     n_ = x[0];
-    c_ = spatial ? x[1] : product(x, 1, x.rank());
-    inner_ = spatial ? product(x, 2, x.rank()) : 1;
-    const auto md = plain({n_, c_, inner_, 1});
+    c_ = spatial_ ? x[1] : product(x, 1, x.rank());
+    inner_ = spatial_ ? product(x, 2, x.rank()) : 1;
+    const memory::desc* x_in = io ? io->input(0) : nullptr;
+    refuse_if(x_in && training_, "training mode reads and writes plain batch statistics");
+    const auto md = x_in ? *x_in : plain({n_, c_, inner_, 1});
     const auto f = flags::use_scale | flags::use_shift | (training_ ? flags::none : flags::use_global_stats);
     const dnnl::batch_normalization_forward::primitive_desc fwd(
-        {dnnl::prop_kind::forward_training, md, eps, f}, attr(), engine());
-    const dnnl::batch_normalization_backward::primitive_desc bwd({dnnl::prop_kind::backward, md, md, eps, f},
-                                                                 attr(), engine(), fwd);
+        {io ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training, md, eps, f}, attr(),
+        engine());
     uses(fwd);
-    uses(bwd, true);
     forward_ = make_primitive<dnnl::batch_normalization_forward>(fwd);
-    backward_ = make_primitive<dnnl::batch_normalization_backward>(bwd);
-
     const auto pmd = plain({c_});
-    for (auto* m : {&x_, &y_, &gy_, &gx_}) *m = unbound(md);
-    for (auto* m : {&scale_, &shift_, &gscale_, &gshift_}) *m = unbound(pmd);
+    x_ = unbound(md);
+    y_port_ = port(x_in && !io->keeps(0) ? plain(dims_of(x)) : md, md, Port::Dir::out);
+    y_ = y_port_.mem();
+    reorders_.outputs = y_port_.reorders();
+    if (x_in && io->keeps(0)) set_output_layout(0, md);
+    for (auto* m : {&scale_, &shift_}) *m = unbound(pmd);
     // Training: the batch statistics live here, from forward to backward. Inference: the inputs.
     mean_ = training_ ? memory(pmd, engine()) : unbound(pmd);
     var_ = training_ ? memory(pmd, engine()) : unbound(pmd);
-    spare_gscale_.allocate(c_);
-    spare_gshift_.allocate(c_);
     forward_args_ = {{DNNL_ARG_SRC, x_},       {DNNL_ARG_DST, y_},     {DNNL_ARG_SCALE, scale_},
                      {DNNL_ARG_SHIFT, shift_}, {DNNL_ARG_MEAN, mean_}, {DNNL_ARG_VARIANCE, var_}};
+    if (io) return;
+
+    const dnnl::batch_normalization_backward::primitive_desc bwd({dnnl::prop_kind::backward, md, md, eps, f},
+                                                                 attr(), engine(), fwd);
+    uses(bwd, true);
+    backward_ = make_primitive<dnnl::batch_normalization_backward>(bwd);
+    for (auto* m : {&gy_, &gx_}) *m = unbound(md);
+    for (auto* m : {&gscale_, &gshift_}) *m = unbound(pmd);
+    spare_gscale_.allocate(c_);
+    spare_gshift_.allocate(c_);
     // oneDNN 2.6's backward also checks that the shift it never reads is given.
     backward_args_ = {
         {DNNL_ARG_SRC, x_},       {DNNL_ARG_MEAN, mean_},         {DNNL_ARG_VARIANCE, var_},
@@ -83,11 +95,18 @@ class BatchNormOp : public OnednnOp {
         {DNNL_ARG_DIFF_SRC, gx_}, {DNNL_ARG_DIFF_SCALE, gscale_}, {DNNL_ARG_DIFF_SHIFT, gshift_}};
   }
 
+  // Inference mode over N, C and spatial axes: the primitive takes X in any layout of those.
+  bool takes_layout(size_t i) const override { return i == 0 && !training_ && spatial_; }
+  std::unique_ptr<OnednnOp> variant(const IoLayouts& io) const override {
+    return std::make_unique<BatchNormOp>(spec_, &io);
+  }
+
   void forward(std::span<const Tensor> in, std::span<Tensor> out) override {
     check_inputs(in);
     bind_common(in);
-    bind(y_, out[0].data());
+    y_port_.out(out[0].data());
     run(forward_, forward_args_);
+    y_port_.finish();
     if (!training_) return;
     const float* m = static_cast<const float*>(mean_.get_data_handle());
     const float* v = static_cast<const float*>(var_.get_data_handle());
@@ -151,9 +170,10 @@ class BatchNormOp : public OnednnOp {
     }
   }
 
-  bool training_ = false;
+  bool training_ = false, spatial_ = true;
   double momentum_ = 0.9;
   int64_t n_ = 0, c_ = 0, inner_ = 0;
+  Port y_port_;
   dnnl::batch_normalization_forward forward_;
   dnnl::batch_normalization_backward backward_;
   memory x_, y_, gy_, gx_, scale_, shift_, gscale_, gshift_, mean_, var_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <numeric>
 
 #include <fmt/ranges.h>
 
@@ -9,6 +11,7 @@ namespace d5::onednn {
 
 namespace {
 std::atomic<int64_t> g_primitives{0};
+std::atomic<int64_t> g_port_reorders{0};
 }  // namespace
 
 const dnnl::engine& engine() {
@@ -23,6 +26,7 @@ const dnnl::stream& stream() {
 
 int64_t primitives_created() { return g_primitives.load(); }
 void count_primitive_creation() { ++g_primitives; }
+int64_t port_reorders_run() { return g_port_reorders.load(); }
 
 memory::dims dims_of(const Shape& s) {
   if (s.rank() == 0) return {1};
@@ -53,6 +57,46 @@ memory::desc transposed(const memory::desc& md) {
   std::swap(d[r - 1], d[r - 2]);
   std::swap(strides[r - 1], strides[r - 2]);
   return memory::desc(d, md.data_type(), strides);
+}
+
+bool is_plain(const memory::desc& md) { return md == plain(md.dims()); }
+
+namespace {
+// oneDNN's tag notation: axes outermost first, a capital for an axis that is also blocked, then
+// the inner blocks ("aBcd16b" is nChw16c).
+std::string layout_name(const memory::desc& md) {
+  const auto& d = md.data;
+  if (d.format_kind != dnnl_blocked) return "opaque";
+  const auto& blk = d.format_desc.blocking;
+  std::vector<int> order(static_cast<size_t>(d.ndims));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return blk.strides[a] > blk.strides[b]; });
+  std::vector<bool> blocked(order.size(), false);
+  for (int k = 0; k < blk.inner_nblks; ++k) blocked[static_cast<size_t>(blk.inner_idxs[k])] = true;
+  std::string s;
+  for (int a : order) s += static_cast<char>((blocked[static_cast<size_t>(a)] ? 'A' : 'a') + a);
+  for (int k = 0; k < blk.inner_nblks; ++k)
+    s += fmt::format("{}{}", blk.inner_blks[k], static_cast<char>('a' + blk.inner_idxs[k]));
+  return s;
+}
+}  // namespace
+
+BackendLayout backend_layout(const memory::desc& md) {
+  BackendLayout l;
+  l.backend = "onednn";
+  l.name = layout_name(md);
+  l.desc.resize(sizeof(md.data));
+  std::memcpy(l.desc.data(), &md.data, sizeof(md.data));
+  l.elements = static_cast<int64_t>(md.get_size() / sizeof(float));
+  return l;
+}
+
+memory::desc desc_of(const BackendLayout& l) {
+  D5_CHECK_ARG(l.backend == "onednn" && l.desc.size() == sizeof(dnnl_memory_desc_t),
+               "a {} layout '{}' is not a oneDNN memory descriptor", l.backend, l.name);
+  dnnl_memory_desc_t d;
+  std::memcpy(&d, l.desc.data(), sizeof(d));
+  return memory::desc(d);
 }
 
 memory unbound(const memory::desc& md) { return memory(md, engine(), DNNL_MEMORY_NONE); }
@@ -89,6 +133,7 @@ Port::Port(const memory::desc& user, const memory::desc& prim, Dir dir, Scratchp
 }
 
 void Port::run_reorder() {
+  ++g_port_reorders;
   if (scratch_->bytes()) reorder_args_.insert_or_assign(DNNL_ARG_SCRATCHPAD, scratch_->mem());
   reorder_->execute(stream(), reorder_args_);
 }
@@ -113,6 +158,75 @@ std::string OnednnOp::implementation() const {
   if (!backward_impls_.empty() && backward_impls_ != forward_impls_)
     s += fmt::format(" bwd:{}", fmt::join(backward_impls_, "+"));
   return s;
+}
+
+namespace {
+
+// The variant of an operator that has none of its own for a layout exchange: inputs in oneDNN
+// layouts are reordered to plain and the operator for plain tensors runs.
+class Relayout : public OnednnOp {
+ public:
+  Relayout(const OnednnOp& op, const IoLayouts& io)
+      : OnednnOp(op.spec(), op.output_descs()), plain_(OpRegistry::global().create(op.spec(), "onednn")) {
+    ports_.resize(spec_.inputs.size());
+    for (size_t i = 0; i < ports_.size(); ++i)
+      if (const memory::desc* md = io.input(i)) {
+        ports_[i] = port(*md, plain(dims_of(spec_.inputs[i].shape)), Port::Dir::in);
+        reorders_.inputs += ports_[i].reorders();
+      }
+  }
+  std::string implementation() const override { return plain_->implementation(); }
+  void forward(std::span<const Tensor> in, std::span<Tensor> out) override {
+    check_inputs(in);
+    std::vector<Tensor> plain_in(in.begin(), in.end());
+    for (size_t i = 0; i < ports_.size(); ++i)
+      if (ports_[i].reorders())
+        plain_in[i] = Tensor::view(plain_->spec().inputs[i], ports_[i].in(in[i].data()).get_data_handle());
+    plain_->forward(plain_in, out);
+  }
+  double flops() const override { return plain_->flops(); }
+
+ private:
+  std::unique_ptr<Operator> plain_;
+  std::vector<Port> ports_;
+};
+
+}  // namespace
+
+bool OnednnOp::accepts_layout(size_t i, const BackendLayout& l) const {
+  return l.backend == "onednn" && i < spec_.inputs.size() && takes_layout(i) &&
+         desc_of(l).dims() == dims_of(spec_.inputs[i].shape);
+}
+
+std::unique_ptr<Operator> OnednnOp::with_layouts(const std::vector<std::optional<BackendLayout>>& in,
+                                                 const std::vector<bool>& keep) const {
+  IoLayouts io;
+  io.keep = keep;
+  for (const auto& l : in) io.in.push_back(l ? std::optional(desc_of(*l)) : std::nullopt);
+  std::unique_ptr<OnednnOp> v;
+  try {
+    v = variant(io);
+  } catch (const dnnl::error&) {
+  } catch (const Refused&) {
+  }
+  if (!v) v = std::make_unique<Relayout>(*this, io);
+  // The executor allocates, and check_inputs expects, the storage of what is not plain.
+  for (size_t i = 0; i < v->spec_.inputs.size(); ++i)
+    if (const memory::desc* md = io.input(i)) v->spec_.inputs[i] = backend_layout(*md).storage();
+  for (size_t j = 0; j < v->outputs_.size(); ++j)
+    if (auto l = v->output_layout(j)) v->outputs_[j] = l->storage();
+  return v;
+}
+
+std::optional<BackendLayout> OnednnOp::output_layout(size_t j) const {
+  if (j >= output_layouts_.size() || !output_layouts_[j]) return std::nullopt;
+  return backend_layout(*output_layouts_[j]);
+}
+
+void OnednnOp::set_output_layout(size_t j, const memory::desc& md) {
+  if (is_plain(md)) return;
+  if (output_layouts_.size() <= j) output_layouts_.resize(j + 1);
+  output_layouts_[j] = md;
 }
 
 void OnednnOp::uses(const dnnl::primitive_desc_base& pd, bool backward) {
@@ -155,17 +269,25 @@ void OnednnOp::append_sum_to(Steps& steps, const memory& src, const memory& dst,
 
 SingleInputOp::SingleInputOp(const OpSpec& spec, std::vector<TensorDesc> outputs, const memory::desc& x_md,
                              const memory::desc& y_md)
-    : OnednnOp(spec, std::move(outputs)),
-      x_(unbound(x_md)),
-      y_(unbound(y_md)),
-      gy_(unbound(y_md)),
-      gx_(unbound(x_md)) {}
+    : OnednnOp(spec, std::move(outputs)), gy_(unbound(y_md)), gx_(unbound(x_md)) {
+  exchange(x_md, x_md, y_md, y_md);
+}
+
+void SingleInputOp::exchange(const memory::desc& x_user, const memory::desc& x_prim, const memory::desc& y_user,
+                             const memory::desc& y_prim) {
+  x_port_ = port(x_user, x_prim, Port::Dir::in);
+  y_port_ = port(y_user, y_prim, Port::Dir::out);
+  x_ = x_port_.mem();
+  y_ = y_port_.mem();
+  reorders_ = {x_port_.reorders(), y_port_.reorders()};
+}
 
 void SingleInputOp::forward(std::span<const Tensor> in, std::span<Tensor> out) {
   check_inputs(in);
-  bind(x_, in[0].data());
-  bind(y_, out[0].data());
+  x_port_.in(in[0].data());
+  y_port_.out(out[0].data());
   run(forward_steps_);
+  y_port_.finish();
 }
 
 std::vector<bool> SingleInputOp::differentiable_inputs() const {

@@ -22,8 +22,10 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "deep500/error.h"
+#include "deep500/native_layout.h"
 #include "deep500/op_registry.h"
 #include "deep500/operator.h"
+#include "deep500/selective_backward.h"
 
 namespace d5::onednn {
 
@@ -38,6 +40,8 @@ const dnnl::stream& stream();
 // Primitives and reorders created through make_primitive since the process started.
 int64_t primitives_created();
 void count_primitive_creation();
+// Reorders of activations (ports) executed since the process started.
+int64_t port_reorders_run();
 
 template <typename P, typename PD>
 P make_primitive(const PD& pd) {
@@ -67,6 +71,21 @@ memory::desc any(const memory::dims& d);
 // The last two axes of a plain matrix (batch) descriptor swapped through its strides: the
 // transpose without moving data.
 memory::desc transposed(const memory::desc& md);
+
+// Whether `md` is d5's plain row-major layout of its dimensions.
+bool is_plain(const memory::desc& md);
+// A oneDNN descriptor as the executor carries it (native_layout.h), and back.
+BackendLayout backend_layout(const memory::desc& md);
+memory::desc desc_of(const BackendLayout& l);
+
+// What a variant of an operator exchanges with its neighbours (NativeLayoutOperator): input i
+// arrives in in[i] (none: plain); output j stays in its primitive's layout when keep[j].
+struct IoLayouts {
+  std::vector<std::optional<memory::desc>> in;
+  std::vector<bool> keep;
+  const memory::desc* input(size_t i) const { return i < in.size() && in[i] ? &*in[i] : nullptr; }
+  bool keeps(size_t j) const { return j < keep.size() && keep[j]; }
+};
 
 // Memory of descriptor `md` with no buffer yet: forward/backward point it at the caller's data.
 memory unbound(const memory::desc& md);
@@ -103,6 +122,7 @@ class Port {
   void finish();
   // What the primitive reads or writes: the caller's buffer or the port's own.
   const memory& mem() const { return prim_; }
+  bool reorders() const { return reorder_.has_value(); }
 
  private:
   void run_reorder();
@@ -120,14 +140,32 @@ struct Step {
 };
 using Steps = std::vector<Step>;
 
-// Base of every oneDNN operator: implementation names, ports, scratchpad and execution.
-class OnednnOp : public Operator {
+// Base of every oneDNN operator: implementation names, ports, scratchpad and execution, and the
+// exchange of oneDNN layouts with neighbouring operators (NativeLayoutOperator). Every oneDNN
+// backward checks which gradients it is given (spare buffers catch what a primitive writes
+// regardless), hence SelectiveBackward.
+class OnednnOp : public Operator, public NativeLayoutOperator, public SelectiveBackward {
  public:
   // "onednn:<forward primitives>", plus " bwd:<backward primitives>" when these differ.
   std::string implementation() const override;
 
+  bool accepts_layout(size_t i, const BackendLayout& l) const override;
+  std::unique_ptr<Operator> with_layouts(const std::vector<std::optional<BackendLayout>>& in,
+                                         const std::vector<bool>& keep) const override;
+  std::optional<BackendLayout> output_layout(size_t j) const override;
+  LayoutReorders reorders() const override { return reorders_; }
+
  protected:
   OnednnOp(const OpSpec& spec, std::vector<TensorDesc> outputs) : Operator(spec, std::move(outputs)) {}
+
+  // Which inputs a variant can take in a oneDNN layout (accepts_layout checks their dimensions).
+  virtual bool takes_layout(size_t /*input*/) const { return false; }
+  // A forward-only variant exchanging `io`; nullptr when this operator has none. with_layouts
+  // then runs this operator's plain twin behind reorders.
+  virtual std::unique_ptr<OnednnOp> variant(const IoLayouts& /*io*/) const { return nullptr; }
+  // Records that output j is in the non-plain layout `md` (of a variant: kept so; of an operator
+  // for plain tensors: would be, if kept).
+  void set_output_layout(size_t j, const memory::desc& md);
 
   // Records a compute primitive: its implementation name and its scratchpad needs.
   void uses(const dnnl::primitive_desc_base& pd, bool backward = false);
@@ -152,9 +190,11 @@ class OnednnOp : public Operator {
   }
 
   Scratchpad scratch_;
+  LayoutReorders reorders_;
 
  private:
   std::vector<std::string> forward_impls_, backward_impls_;
+  std::vector<std::optional<memory::desc>> output_layouts_;
 };
 
 // An operator with one differentiable input x (input 0) and one output y, whose forward and
@@ -173,7 +213,12 @@ class SingleInputOp : public OnednnOp {
                 const memory::desc& y_md);
   SingleInputOp(const OpSpec& spec, std::vector<TensorDesc> outputs, const memory::desc& md)
       : SingleInputOp(spec, std::move(outputs), md, md) {}
+  // For a variant, before its steps are built: primitives read x_ in `x_prim` and write y_ in
+  // `y_prim`; forward reorders from the caller's `x_user` and into `y_user` where they differ.
+  void exchange(const memory::desc& x_user, const memory::desc& x_prim, const memory::desc& y_user,
+                const memory::desc& y_prim);
 
+  Port x_port_, y_port_;
   memory x_, y_, gy_, gx_;
   Steps forward_steps_, backward_steps_;
 };

@@ -1,6 +1,7 @@
 // MaxPool, AveragePool, GlobalMaxPool and GlobalAveragePool on oneDNN's pooling_v2 primitive
 // (the version with dilations), on plain layouts: pooling reads each element about once, so
-// reordering to a blocked layout and back would cost more than it saves.
+// reordering to a blocked layout and back would cost more than it saves. An input that arrives in
+// a blocked layout (the executor's native layouts) is pooled in it.
 //
 // ceil_mode is a right padding large enough for the last window (window.h). Max pooling keeps
 // oneDNN's workspace (where each maximum came from) from forward to backward. AveragePool with
@@ -19,27 +20,45 @@ using dnnl::algorithm;
 
 class PoolOp : public SingleInputOp {
  public:
-  PoolOp(const OpSpec& s, const Window& w, algorithm alg)
+  // With `io`, a forward-only variant (NativeLayoutOperator): an input in a oneDNN layout is
+  // pooled in it into the layout oneDNN picks for the output, which stays so when io keeps it.
+  PoolOp(const OpSpec& s, const Window& w, algorithm alg, const IoLayouts* io = nullptr)
       : SingleInputOp(s, outputs_of(s, w), plain(dims_of(s.inputs[0].shape)),
                       plain(dims_of(outputs_of(s, w)[0].shape))),
-        w_(w) {
+        w_(w),
+        alg_(alg) {
     refuse_if(w.rank() < 1 || w.rank() > 3, "{} spatial axes: oneDNN pooling has 1 to 3", w.rank());
     const memory::dims kernel(w.kernel.begin(), w.kernel.end());
-    const auto x_md = x_.get_desc(), y_md = y_.get_desc();
+    const memory::desc* x_in = io ? io->input(0) : nullptr;
+    const auto x_md = x_in ? *x_in : x_.get_desc();
+    const auto y_plain = y_.get_desc();
+    const auto y_md = x_in ? any(y_plain.dims()) : y_plain;
     const auto strides = dnnl_strides(w), dil = dnnl_dilations(w), pl = padding_l(w), pr = padding_r(w);
-    const dnnl::pooling_v2_forward::primitive_desc fwd(
-        {dnnl::prop_kind::forward_training, alg, x_md, y_md, strides, kernel, dil, pl, pr}, attr(), engine());
-    const dnnl::pooling_v2_backward::primitive_desc bwd({alg, x_md, y_md, strides, kernel, dil, pl, pr},
-                                                        attr(), engine(), fwd);
+    const auto prop = io ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
+    const dnnl::pooling_v2_forward::primitive_desc fwd({prop, alg, x_md, y_md, strides, kernel, dil, pl, pr},
+                                                       attr(), engine());
+    if (x_in) {
+      const bool keep = io->keeps(0);
+      exchange(x_md, x_md, keep ? fwd.dst_desc() : y_plain, fwd.dst_desc());
+      if (keep) set_output_layout(0, fwd.dst_desc());
+    }
     Args fwd_args = {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}};
-    Args bwd_args = {{DNNL_ARG_DIFF_DST, gy_}, {DNNL_ARG_DIFF_SRC, gx_}};
     if (fwd.workspace_desc().get_size()) {  // max pooling: where each maximum came from
       workspace_ = memory(fwd.workspace_desc(), engine());
       fwd_args.emplace(DNNL_ARG_WORKSPACE, workspace_);
-      bwd_args.emplace(DNNL_ARG_WORKSPACE, workspace_);
     }
     append<dnnl::pooling_v2_forward>(forward_steps_, fwd, std::move(fwd_args), false);
+    if (io) return;
+    const dnnl::pooling_v2_backward::primitive_desc bwd({alg, x_md, y_md, strides, kernel, dil, pl, pr},
+                                                        attr(), engine(), fwd);
+    Args bwd_args = {{DNNL_ARG_DIFF_DST, gy_}, {DNNL_ARG_DIFF_SRC, gx_}};
+    if (workspace_) bwd_args.emplace(DNNL_ARG_WORKSPACE, workspace_);
     append<dnnl::pooling_v2_backward>(backward_steps_, bwd, std::move(bwd_args), true);
+  }
+
+  bool takes_layout(size_t i) const override { return i == 0; }
+  std::unique_ptr<OnednnOp> variant(const IoLayouts& io) const override {
+    return std::make_unique<PoolOp>(spec_, w_, alg_, &io);
   }
 
   // Each output reads its window once.
@@ -58,6 +77,7 @@ class PoolOp : public SingleInputOp {
   }
 
   Window w_;
+  algorithm alg_;
   memory workspace_;
 };
 

@@ -1,0 +1,177 @@
+// The oneDNN executor. Native layouts: tensors stay in the layouts oneDNN chose between its
+// operators, with reorders only where a tensor leaves them (a reference operator, a graph output),
+// and the outputs stay those of the reference executor. Gradients: no operator computes the
+// gradient of an input no parameter depends on.
+#include <gtest/gtest.h>
+
+#include "../lv1/executor_test_nets.h"
+#include "deep500/executor_validation.h"
+#include "deep500/op_registry.h"
+#include "deep500/operator_executor.h"
+#include "backends/onednn/onednn_common.h"
+
+namespace d5 {
+namespace {
+
+using test::add_param;
+using test::random_tensor;
+
+// x[2, 16, 12, 12] -> Conv 3x3 -> Relu -> Conv 3x3 -> MaxPool 2x2 -> y; with `tail`, y then goes
+// through BatchNormalization, an Add with itself and a Flatten (no oneDNN implementation).
+Network chain(bool tail) {
+  Network net(tail ? "chain_tail" : "chain");
+  net.add_input("x", TensorDesc{DType::f32, Shape{2, 16, 12, 12}});
+  for (const char* w : {"w1", "w2"}) add_param(net, w, DType::f32, Shape{16, 16, 3, 3}, 144);
+  add_param(net, "b1", DType::f32, Shape{16}, 144);
+  const Attributes pad{{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  net.add_node({"conv1", "Conv", "", pad, {"x", "w1", "b1"}, {"c1"}});
+  net.add_node({"relu", "Relu", "", {}, {"c1"}, {"r"}});
+  net.add_node({"conv2", "Conv", "", pad, {"r", "w2"}, {"c2"}});
+  net.add_node({"pool",
+                "MaxPool",
+                "",
+                Attributes{{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}},
+                {"c2"},
+                {"y"}});
+  if (!tail) {
+    net.add_output("y");
+    return net;
+  }
+  for (const char* p : {"bn_scale", "bn_bias", "bn_mean"}) add_param(net, p, DType::f32, Shape{16}, 4);
+  Tensor var(TensorDesc{DType::f32, Shape{16}});
+  var.fill(0.5);
+  net.feed_tensor("bn_var", var, true);
+  net.add_node({"bn", "BatchNormalization", "", {}, {"y", "bn_scale", "bn_bias", "bn_mean", "bn_var"}, {"n"}});
+  net.add_node({"add", "Add", "", {}, {"n", "y"}, {"s"}});
+  net.add_node({"flatten", "Flatten", "", {}, {"s"}, {"f"}});
+  net.add_output("f");
+  return net;
+}
+
+TensorMap feeds_of(const Network& net) { return {{"x", random_tensor(net.desc("x"), "x")}}; }
+
+std::map<std::string, NodeLayouts> by_node(const std::vector<NodeLayouts>& v) {
+  std::map<std::string, NodeLayouts> m;
+  for (const auto& n : v) m[n.node] = n;
+  return m;
+}
+
+void expect_all_plain(const std::vector<NodeLayouts>& layouts) {
+  for (const auto& n : layouts) {
+    for (const auto& s : n.inputs) EXPECT_TRUE(s == "plain" || s.empty()) << n.node;
+    for (const auto& s : n.outputs) EXPECT_TRUE(s == "plain" || s.empty()) << n.node;
+  }
+}
+
+std::unique_ptr<OperatorExecutor> onednn_executor(Network& net, bool native_layouts) {
+  OperatorExecutorOptions o;
+  o.native_layouts = native_layouts;
+  return std::make_unique<OperatorExecutor>(net, "onednn", std::vector<std::string>{"onednn", "reference"}, o);
+}
+
+class OnednnExecutor : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { register_builtin_operators(); }
+};
+
+TEST_F(OnednnExecutor, ConvReluConvPoolReordersNothingBetweenOnednnOperators) {
+  Network net = chain(false);
+  auto ex = onednn_executor(net, true);
+  auto l = by_node(ex->layouts());
+  // The blocked layout the convolution chose flows through Relu and into the second convolution
+  // and the pooling; only the graph output is reordered to plain.
+  EXPECT_EQ(l["conv1"].outputs[0].rfind("onednn:", 0), 0u) << l["conv1"].outputs[0];
+  EXPECT_EQ(l["relu"].inputs[0], l["conv1"].outputs[0]);
+  EXPECT_EQ(l["relu"].outputs[0], l["conv1"].outputs[0]);
+  EXPECT_EQ(l["conv2"].inputs[0], l["relu"].outputs[0]);
+  EXPECT_EQ(l["pool"].inputs[0], l["conv2"].outputs[0]);
+  EXPECT_EQ(l["pool"].outputs[0], "plain");
+  EXPECT_EQ(l["conv1"].reorders.outputs, 0);
+  for (const char* n : {"relu", "conv2"}) {
+    EXPECT_EQ(l[n].reorders.inputs, 0) << n;
+    EXPECT_EQ(l[n].reorders.outputs, 0) << n;
+  }
+  EXPECT_EQ(l["pool"].reorders.inputs, 0);
+  EXPECT_EQ(l["pool"].reorders.outputs, 1);  // the graph output
+
+  // Exchanging plain tensors instead, each convolution reorders its input and its output.
+  auto plain = onednn_executor(net, false);
+  expect_all_plain(plain->layouts());
+  auto p = by_node(plain->layouts());
+  EXPECT_EQ(p["conv1"].reorders.outputs, 1);
+  EXPECT_EQ(p["conv2"].reorders.inputs, 1);
+
+  // What runs: per inference call, plain tensors cost 3 reorders (conv1's output, conv2's input
+  // and output) where native layouts cost 1 (the pooling's output), and both compute what the
+  // reference executor does.
+  const TensorMap feeds = feeds_of(net);
+  auto reorders_per_call = [&](OperatorExecutor& e) {
+    e.inference(feeds);
+    const int64_t before = onednn::port_reorders_run();
+    e.inference(feeds);
+    return onednn::port_reorders_run() - before;
+  };
+  EXPECT_EQ(reorders_per_call(*plain) - reorders_per_call(*ex), 2);
+  ReferenceExecutor ref(net);
+  const auto r = test_executor(*ex, feeds, ref);
+  EXPECT_EQ(r.state, CaseState::Passed) << r.detail;
+}
+
+TEST_F(OnednnExecutor, PlainLayoutWhereATensorLeavesOnednn) {
+  Network net = chain(true);
+  auto ex = onednn_executor(net, true);
+  auto l = by_node(ex->layouts());
+  // y feeds BatchNormalization and Add, both oneDNN's: it stays blocked, and so do n and s until
+  // Flatten (the reference's), where Add reorders its output to plain.
+  EXPECT_EQ(l["pool"].outputs[0].rfind("onednn:", 0), 0u) << l["pool"].outputs[0];
+  EXPECT_EQ(l["bn"].inputs[0], l["pool"].outputs[0]);
+  EXPECT_EQ(l["add"].inputs[0], l["bn"].outputs[0]);
+  EXPECT_EQ(l["add"].inputs[1], l["pool"].outputs[0]);
+  EXPECT_EQ(l["add"].outputs[0], "plain");
+  EXPECT_EQ(l["add"].reorders.outputs, 1);
+  EXPECT_EQ(l["flatten"].inputs[0], "plain");
+  EXPECT_EQ(l["pool"].reorders.outputs, 0);
+  ReferenceExecutor ref(net);
+  const auto r = test_executor(*ex, feeds_of(net), ref);
+  EXPECT_EQ(r.state, CaseState::Passed) << r.detail;
+}
+
+TEST_F(OnednnExecutor, TrainingStepsExchangePlainTensors) {
+  Network net = chain(false);
+  auto ex = onednn_executor(net, true);
+  net.add_node({"sum", "ReduceSum", "", Attributes{{"keepdims", int64_t{0}}}, {"y"}, {"loss"}});
+  expect_all_plain(ex->layouts("loss"));
+  ReferenceExecutor ref(net);
+  const auto r = test_executor_backprop(*ex, feeds_of(net), "loss", ref);
+  EXPECT_EQ(r.state, CaseState::Passed) << r.detail;
+}
+
+// Records which input gradients each node's backward was given.
+struct GradientsGiven : ExecutorEvent {
+  std::map<std::string, std::vector<bool>> given;
+  bool after_operator(const Node& n, Pass p, std::span<const Tensor> grads) override {
+    if (p == Pass::backward)
+      for (const auto& g : grads) given[n.name].push_back(g.defined());
+    return true;
+  }
+};
+
+TEST_F(OnednnExecutor, NoGradientOfAGraphInputIsComputed) {
+  Network net = chain(false);
+  net.add_node({"sum", "ReduceSum", "", Attributes{{"keepdims", int64_t{0}}}, {"y"}, {"loss"}});
+  auto ex = onednn_executor(net, true);
+  auto events = std::make_shared<GradientsGiven>();
+  ex->add_event(events);
+  const TensorMap feeds = feeds_of(net);
+  ex->inference_and_backprop(feeds, "loss");
+  // conv1's input x is fed: its weights and bias need gradients, x does not. conv2's input r
+  // depends on w1, so it gets one.
+  EXPECT_EQ(events->given["conv1"], (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(events->given["conv2"], (std::vector<bool>{true, true}));
+  ReferenceExecutor ref(net);
+  const auto r = test_executor_backprop(*ex, feeds, "loss", ref);
+  EXPECT_EQ(r.state, CaseState::Passed) << r.detail;
+}
+
+}  // namespace
+}  // namespace d5
