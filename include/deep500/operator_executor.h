@@ -90,6 +90,9 @@ class OperatorExecutor : public GraphExecutor {
   // Per node that runs, in order: the layouts the plan for `loss` ("" = inference) exchanges
   // and the reorders each forward call runs. Makes the plan if there is none yet.
   std::vector<NodeLayouts> layouts(const std::string& loss = "");
+  // A fresh operator like the one the plan for `loss` runs for `node`: the same backend and pins,
+  // and the same layout variant (for running the operators alone, as FrameworkOverhead does).
+  std::unique_ptr<Operator> create_operator_like(const std::string& node, const std::string& loss = "");
 
  private:
   struct Plan;

@@ -211,6 +211,7 @@ class CallRecorder : public ExecutorEvent {
   struct Call {
     Node node;
     std::vector<Tensor> inputs, grad_outputs;
+    std::vector<bool> grads_given;  // per input: the executor's backward computed its gradient
     bool backward = false;
   };
   std::vector<Call> calls;  // in forward order
@@ -226,6 +227,11 @@ class CallRecorder : public ExecutorEvent {
       c.backward = true;
       for (const auto& t : in) c.grad_outputs.push_back(t.defined() ? t.clone() : Tensor());
     }
+    return true;
+  }
+  bool after_operator(const Node& node, Pass pass, std::span<const Tensor> out) override {
+    if (pass == Pass::backward)
+      for (const auto& g : out) calls.at(index_.at(node.name)).grads_given.push_back(g.defined());
     return true;
   }
 
@@ -280,17 +286,20 @@ FrameworkOverhead framework_overhead(GraphExecutor& ex, const TensorMap& feeds, 
   const Network& net = ex.network();
   for (const auto& c : recorder->calls) {
     Individual ind;
-    OpSpec spec = net.spec(c.node.name);
-    spec.workspace_limit = workspace_limit;
-    ind.op = OpRegistry::global().create_with_fallback(spec, op_backends);
+    if (auto* oe = dynamic_cast<OperatorExecutor*>(&ex); oe && op_backends == oe->backends()) {
+      // The very operator the executor runs (a layout variant in inference, see executors.md).
+      ind.op = oe->create_operator_like(c.node.name, loss);
+    } else {
+      OpSpec spec = net.spec(c.node.name);
+      spec.workspace_limit = workspace_limit;
+      ind.op = OpRegistry::global().create_with_fallback(spec, op_backends);
+    }
     ind.call = &c;
     for (const auto& d : ind.op->output_descs()) ind.outputs.push_back(Tensor::uninitialized(d));
-    if (c.backward) {
-      const auto mask = ind.op->differentiable_inputs();
+    if (c.backward) {  // the gradients the executor asked for
       ind.grad_inputs.resize(c.inputs.size());
-      for (size_t i = 0; i < c.inputs.size(); ++i)
-        if (i < mask.size() && mask[i] && c.inputs[i].defined())
-          ind.grad_inputs[i] = Tensor::uninitialized(c.inputs[i].desc());
+      for (size_t i = 0; i < c.inputs.size() && i < c.grads_given.size(); ++i)
+        if (c.grads_given[i]) ind.grad_inputs[i] = Tensor::uninitialized(c.inputs[i].desc());
     }
     ops.push_back(std::move(ind));
   }

@@ -37,6 +37,10 @@ struct Step {
   std::vector<bool> grad_wanted;         // per input: differentiable and depends on a parameter
   std::vector<bool> grad_given;          // per input: a gradient buffer goes to backward
   std::vector<int> free_after_backward;  // forward values no backward still to run reads
+  // A layout variant (inference): what it was created with (NativeLayoutOperator::with_layouts).
+  bool variant = false;
+  std::vector<std::optional<BackendLayout>> in_layouts;
+  std::vector<bool> keep;
 };
 
 // In place: acc += g (same descriptor).
@@ -351,6 +355,9 @@ void OperatorExecutor::plan_layouts(Plan& p) const {
       for (size_t j = 0; j < st.out.size(); ++j)
         if (keep[j]) p.layouts[st.out[j]] = vl->output_layout(j);
     st.op = v.get();
+    st.variant = true;
+    st.in_layouts = std::move(in);
+    st.keep = std::move(keep);
     p.variants.push_back(std::move(v));
   }
 }
@@ -372,6 +379,18 @@ std::vector<NodeLayouts> OperatorExecutor::layouts(const std::string& loss) {
     out.push_back(std::move(n));
   }
   return out;
+}
+
+std::unique_ptr<Operator> OperatorExecutor::create_operator_like(const std::string& node, const std::string& loss) {
+  const Plan& p = plan_for(loss);
+  auto st = std::find_if(p.steps.begin(), p.steps.end(), [&](const Step& s) { return s.node.name == node; });
+  D5_CHECK_ARG(st != p.steps.end(), "network '{}': no node '{}' runs in the {} plan", network_.name(), node,
+               loss.empty() ? "inference" : "training");
+  const NodeState& s = nodes_.at(node);
+  if (st->variant)
+    return dynamic_cast<const NativeLayoutOperator&>(*s.op).with_layouts(st->in_layouts, st->keep);
+  OpSpec spec = s.op->spec();
+  return create_operator(spec, {s.backend}, options_.pins).op;
 }
 
 TensorMap OperatorExecutor::inference(const TensorMap& feeds) { return run(feeds, ""); }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "../lv1/executor_test_nets.h"
+#include "deep500/executor_metrics.h"
 #include "deep500/executor_validation.h"
 #include "deep500/op_registry.h"
 #include "deep500/operator_executor.h"
@@ -171,6 +172,26 @@ TEST_F(OnednnExecutor, NoGradientOfAGraphInputIsComputed) {
   ReferenceExecutor ref(net);
   const auto r = test_executor_backprop(*ex, feeds, "loss", ref);
   EXPECT_EQ(r.state, CaseState::Passed) << r.detail;
+}
+
+// FrameworkOverhead runs the operators the executor runs: layout variants in inference (fed the
+// tensors the executor fed them, in oneDNN's layouts), the gradients the executor computes.
+TEST_F(OnednnExecutor, FrameworkOverheadRunsTheSameVariants) {
+  Network net = chain(false);
+  net.add_node({"sum", "ReduceSum", "", Attributes{{"keepdims", int64_t{0}}}, {"y"}, {"loss"}});
+  auto ex = onednn_executor(net, true);
+  RunSettings quick;
+  quick.warmup_runs = 1;
+  quick.min_runs = 6;
+  quick.max_runs = 20;
+  quick.max_seconds = 0.5;
+  for (const std::string loss : {"", "loss"}) {
+    SCOPED_TRACE(loss);
+    const auto r = framework_overhead(*ex, feeds_of(net), loss, {}, quick);
+    ASSERT_TRUE(r.ratio.summary);
+    EXPECT_GT(r.ratio.summary->median, 0.5);
+    EXPECT_LT(r.ratio.summary->median, 10);
+  }
 }
 
 }  // namespace

@@ -51,6 +51,10 @@ TEST(NetBench, EveryExecutorIsValidatedTimedAndBrokenDown) {
     // 8 forward nodes and 7 backward ones (Softmax's output does not reach the loss).
     EXPECT_EQ(c.extra["breakdown"]["nodes"].size(), 15u) << c.name;
     EXPECT_EQ(c.extra["implementations"].size(), net.nodes().size());
+    // Operator executors report layouts; training steps exchange plain tensors only.
+    if (c.backend != "torch") {
+      EXPECT_EQ(c.extra["layouts"]["native_tensors"], 0) << c.name;
+    }
     if (c.backend != "reference") {
       EXPECT_TRUE(c.extra.contains("validation")) << c.name;
       EXPECT_NE(c.detail.find("within tolerance"), std::string::npos) << c.detail;
