@@ -1,0 +1,23 @@
+#pragma once
+// Level 3: the MPI world (docs/communicator.md).
+//
+// This header does not include mpi.h: code that only needs "the communicator of this run" builds
+// the same with and without MPI. Without MPI, mpi_world() throws Unimplemented naming the
+// package to install.
+#include <memory>
+
+#include "deep500/communicator.h"
+
+namespace d5 {
+
+// True when this deep500 was built with MPI (D5_WITH_MPI).
+bool mpi_built();
+// True when the process was started by mpirun / mpiexec / srun (their environment variables),
+// even with one rank: then d5 initializes MPI so that every rank takes part.
+bool launched_by_mpi_launcher();
+// MPI_COMM_WORLD as a Communicator. The first call initializes MPI (thread level funneled) and
+// sets MPI_ERRORS_RETURN, so a failed call is a d5::IoError naming the operation and the peer;
+// MPI is finalized at exit. The communicator is shared: every caller sees the same volume().
+std::shared_ptr<Communicator> mpi_world();
+
+}  // namespace d5
