@@ -19,5 +19,10 @@ bool launched_by_mpi_launcher();
 // sets MPI_ERRORS_RETURN, so a failed call is a d5::IoError naming the operation and the peer;
 // MPI is finalized at exit. The communicator is shared: every caller sees the same volume().
 std::shared_ptr<Communicator> mpi_world();
+// True once mpi_world() initialized MPI with more than one rank.
+bool mpi_world_is_distributed();
+// Ends every rank of the run with `code` (MPI_Abort): for an error on one rank, whose peers would
+// otherwise wait forever in their next collective. Returns only when no distributed world exists.
+void abort_world(int code);
 
 }  // namespace d5

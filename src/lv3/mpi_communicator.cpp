@@ -163,10 +163,23 @@ bool launched_by_mpi_launcher() {
   return false;
 }
 
+namespace {
+std::mutex world_mutex;
+std::shared_ptr<Communicator> world;
+}  // namespace
+
+bool mpi_world_is_distributed() {
+  std::lock_guard<std::mutex> lock(world_mutex);
+  return world && world->size() > 1;
+}
+
+void abort_world(int code) {
+  if (!mpi_world_is_distributed()) return;
+  MPI_Abort(MPI_COMM_WORLD, code == 0 ? 1 : code);
+}
+
 std::shared_ptr<Communicator> mpi_world() {
-  static std::mutex m;
-  static std::shared_ptr<Communicator> world;
-  std::lock_guard<std::mutex> lock(m);
+  std::lock_guard<std::mutex> lock(world_mutex);
   if (world) return world;
   int initialized = 0;
   MPI_Initialized(&initialized);

@@ -7,6 +7,9 @@ namespace d5 {
 bool mpi_built() { return false; }
 bool launched_by_mpi_launcher() { return false; }
 
+bool mpi_world_is_distributed() { return false; }
+void abort_world(int /*code*/) {}
+
 std::shared_ptr<Communicator> mpi_world() {
   D5_THROW(Unimplemented, "this d5 was built without MPI; install libopenmpi-dev and openmpi-bin (or MPICH) and "
            "rebuild with -DD5_WITH_MPI=ON");
