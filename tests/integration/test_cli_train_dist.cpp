@@ -5,10 +5,15 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <thread>
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
@@ -121,6 +126,77 @@ TEST_F(CliTrainDist, SeveralRanksWithoutASchemeAreRefused) {
   const auto t = mpirun(2, train_args(8, 2, {"--dist", "dsgd", "--time-limit", "3"}));
   EXPECT_NE(t.exit_code, 0);
   EXPECT_NE(t.err.find("--time-limit"), std::string::npos) << t.err;
+}
+
+// The pid of the d5 process that is rank `rank` of a run whose environment holds `marker`, or 0.
+pid_t find_rank(const std::string& marker, int rank) {
+  const std::string ompi = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank), pmi = "PMI_RANK=" + std::to_string(rank);
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string env = read_file(e.path().string() + "/environ");
+    std::replace(env.begin(), env.end(), '\0', '\n');
+    env = "\n" + env;
+    const std::string cmd = read_file(e.path().string() + "/cmdline");
+    if (env.find("\n" + marker + "\n") == std::string::npos) continue;
+    if (cmd.rfind(d5_binary(), 0) != 0) continue;  // the launcher itself, or a shell
+    if (env.find("\n" + ompi + "\n") != std::string::npos || env.find("\n" + pmi + "\n") != std::string::npos) {
+      return static_cast<pid_t>(std::stol(name));
+    }
+  }
+  return 0;
+}
+
+// A rank killed mid-training: every other rank ends, the launcher exits non-zero within 30 s,
+// and its message names the rank.
+TEST_F(CliTrainDist, AKilledRankEndsEveryRankWithinThirtySeconds) {
+  const std::string marker = "D5_FAULT_TEST=" + std::to_string(getpid());
+  setenv("D5_FAULT_TEST", std::to_string(getpid()).c_str(), 1);
+  const std::string out_p = path("out"), err_p = path("err");
+  std::vector<std::string> args = {D5_MPIEXEC, "-n", "3", d5_binary()};
+  for (const auto& a : train_args(8, 100000000, {"--dist", "dsgd"})) args.push_back(a);
+  const pid_t launcher = fork();
+  if (launcher == 0) {
+    setpgid(0, 0);
+    const int out = open(out_p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = open(err_p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  using clock = std::chrono::steady_clock;
+  pid_t victim = 0;
+  for (auto until = clock::now() + std::chrono::seconds(30); victim == 0 && clock::now() < until;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    victim = find_rank(marker, 1);
+  }
+  if (victim == 0) kill(-launcher, SIGKILL);
+  ASSERT_NE(victim, 0) << "rank 1 never started";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the ranks are training
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  const auto killed = clock::now();
+  int status = 0;
+  bool ended = false;
+  while (!ended && clock::now() - killed < std::chrono::seconds(30)) {
+    ended = waitpid(launcher, &status, WNOHANG) == launcher;
+    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!ended) {
+    kill(-launcher, SIGKILL);
+    waitpid(launcher, &status, 0);
+  }
+  ASSERT_TRUE(ended) << "the run still hung 30 s after rank 1 was killed";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "status " << status;
+  const std::string said = read_file(err_p) + read_file(out_p);
+  EXPECT_NE(said.find("rank 1"), std::string::npos) << said;
+  // No rank is left behind.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(find_rank(marker, 0), 0);
+  EXPECT_EQ(find_rank(marker, 2), 0);
 }
 
 }  // namespace
