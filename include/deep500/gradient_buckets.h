@@ -19,7 +19,10 @@ namespace d5 {
 
 class TensorBuckets {
  public:
-  explicit TensorBuckets(int64_t bucket_bytes) : bucket_bytes_(bucket_bytes) {}
+  // nonblocking = false reduces bucket after bucket with blocking allreduce: no overlap, but MPI's
+  // blocking algorithms, which can be faster than its nonblocking ones when ranks share cores.
+  explicit TensorBuckets(int64_t bucket_bytes, bool nonblocking = true)
+      : bucket_bytes_(bucket_bytes), nonblocking_(nonblocking) {}
 
   // Reduces every tensor in place across the communicator's ranks (f32 or f64 tensors). The list
   // must have the same shapes and dtypes, in the same order, on every rank.
@@ -39,6 +42,7 @@ class TensorBuckets {
   void plan(const std::vector<Tensor>& tensors);
 
   int64_t bucket_bytes_;
+  bool nonblocking_;
   std::vector<Bucket> plan_;
   std::vector<size_t> planned_bytes_;  // per tensor, to notice a changed list
   std::vector<std::vector<std::byte>> buffers_;

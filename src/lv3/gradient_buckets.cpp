@@ -36,31 +36,39 @@ void TensorBuckets::plan(const std::vector<Tensor>& tensors) {
 
 void TensorBuckets::allreduce(Communicator& comm, std::vector<Tensor>& tensors, ReduceOp op) {
   plan(tensors);
-  std::vector<CommRequestPtr> requests;
-  requests.reserve(plan_.size());
-  for (size_t b = 0; b < plan_.size(); ++b) {
+  std::vector<CommRequestPtr> requests(plan_.size());
+  auto unpack = [&](size_t b) {
     const Bucket& k = plan_[b];
-    const int64_t count = k.bytes / static_cast<int64_t>(dtype_size(k.dtype));
-    if (k.last - k.first == 1) {
-      requests.push_back(comm.iallreduce(tensors[k.first].data(), count, k.dtype, op));
-      continue;
-    }
-    std::byte* p = buffers_[b].data();
-    for (size_t i = k.first; i < k.last; ++i) {
-      std::memcpy(p, tensors[i].data(), tensors[i].bytes());
-      p += tensors[i].bytes();
-    }
-    requests.push_back(comm.iallreduce(buffers_[b].data(), count, k.dtype, op));
-  }
-  for (size_t b = 0; b < plan_.size(); ++b) {
-    requests[b]->wait();
-    const Bucket& k = plan_[b];
-    if (k.last - k.first == 1) continue;
+    if (k.last - k.first == 1) return;
     const std::byte* p = buffers_[b].data();
     for (size_t i = k.first; i < k.last; ++i) {
       std::memcpy(tensors[i].data(), p, tensors[i].bytes());
       p += tensors[i].bytes();
     }
+  };
+  for (size_t b = 0; b < plan_.size(); ++b) {
+    const Bucket& k = plan_[b];
+    const int64_t count = k.bytes / static_cast<int64_t>(dtype_size(k.dtype));
+    void* data = tensors[k.first].data();
+    if (k.last - k.first > 1) {
+      std::byte* p = buffers_[b].data();
+      for (size_t i = k.first; i < k.last; ++i) {
+        std::memcpy(p, tensors[i].data(), tensors[i].bytes());
+        p += tensors[i].bytes();
+      }
+      data = buffers_[b].data();
+    }
+    if (nonblocking_) {
+      requests[b] = comm.iallreduce(data, count, k.dtype, op);
+    } else {
+      comm.allreduce(data, count, k.dtype, op);
+      unpack(b);
+    }
+  }
+  if (!nonblocking_) return;
+  for (size_t b = 0; b < plan_.size(); ++b) {
+    requests[b]->wait();
+    unpack(b);
   }
 }
 
