@@ -14,6 +14,7 @@
 #include "deep500/op_registry.h"
 #include "deep500/rng.h"
 #include "deep500/samplers.h"
+#include "ring_allreduce.h"
 
 namespace d5 {
 namespace {
@@ -89,12 +90,12 @@ class DistributedOptimizerTest : public testing::Test {
 
   // N ranks, batch b each, partitioned ordered batches, the scheme wrapping the optimizer.
   std::vector<float> distributed(const DistributedOptions& o, const std::string& optimizer, const Hyperparameters& h,
-                                 DistributedOptimizer** keep = nullptr) {
+                                 DistributedOptimizer** keep = nullptr, std::shared_ptr<Communicator> via = nullptr) {
     net = std::make_unique<Network>(mlp(kPerRank));
     ExecutorOptions eo;
     eo.deterministic = true;
     exec = make_executor(*net, "reference", eo);
-    dist = make_distributed_optimizer(o, make_optimizer(optimizer, h), comm);
+    dist = make_distributed_optimizer(o, make_optimizer(optimizer, h), via ? via : comm);
     auto ordered = [](int64_t global) { return std::make_unique<OrderedSampler>(kSamples, global, true); };
     DistributedSampler sampler(ordered, kSamples, kPerRank, 0, comm->rank(), comm->size(), Distribution::partitioned);
     for (int64_t s = 0; s < kSteps; ++s) {
@@ -225,6 +226,15 @@ TEST_F(DistributedOptimizerTest, SparseWithEveryElementEqualsDsgd) {
   const int64_t k = static_cast<int64_t>(std::ceil(0.05 * static_cast<double>(elements)));
   // Per step: k (index, value) pairs from every rank, plus one count each.
   EXPECT_EQ(comm->volume().collective_bytes("allgather"), kSteps * comm->size() * (8 + k * (8 + 4)));
+}
+
+// A user's communication scheme (examples/ring_allreduce) under the same optimizer.
+TEST_F(DistributedOptimizerTest, DsgdOverTheExampleRingAllreduceEqualsOneProcess) {
+  auto ring = std::make_shared<RingAllreduceCommunicator>(comm);
+  DistributedOptions o;
+  expect_close(distributed(o, "sgd", kSgd, nullptr, ring), one_process("sgd", kSgd), "dsgd over the ring");
+  EXPECT_EQ(ring->volume().collectives().at("iallreduce").calls, kSteps);
+  EXPECT_GT(comm->volume().peers()[(comm->rank() + 1) % comm->size()].bytes_sent, 0);
 }
 
 TEST_F(DistributedOptimizerTest, UnknownSchemeAndBadOptionsAreRefused) {
