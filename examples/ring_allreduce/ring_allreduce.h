@@ -62,6 +62,9 @@ class RingAllreduceCommunicator : public d5::Communicator {
   d5::CommRequestPtr do_irecv(void* data, int64_t count, d5::DType dtype, int peer, int tag) override {
     return t_->irecv(data, count, dtype, peer, tag);
   }
+  int do_recv_any(void* data, int64_t count, d5::DType dtype, int tag) override {
+    return t_->recv_any(data, count, dtype, tag);
+  }
 
  private:
   struct Done : d5::CommRequest {

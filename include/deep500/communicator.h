@@ -72,6 +72,8 @@ class Communicator {
 
   void send(const void* data, int64_t count, DType dtype, int peer, int tag = 0);
   void recv(void* data, int64_t count, DType dtype, int peer, int tag = 0);
+  // Receives count elements with `tag` from whichever rank sends first; returns that rank.
+  int recv_any(void* data, int64_t count, DType dtype, int tag = 0);
   CommRequestPtr isend(const void* data, int64_t count, DType dtype, int peer, int tag = 0);
   CommRequestPtr irecv(void* data, int64_t count, DType dtype, int peer, int tag = 0);
   void sendrecv(const void* send, int64_t send_count, int dest, void* recv, int64_t recv_count, int source,
@@ -112,6 +114,7 @@ class Communicator {
   virtual void do_barrier() = 0;
   virtual CommRequestPtr do_isend(const void* data, int64_t count, DType dtype, int peer, int tag) = 0;
   virtual CommRequestPtr do_irecv(void* data, int64_t count, DType dtype, int peer, int tag) = 0;
+  virtual int do_recv_any(void* data, int64_t count, DType dtype, int tag) = 0;
 
  private:
   void check_peer(int peer, const char* what) const;

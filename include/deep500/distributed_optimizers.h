@@ -51,6 +51,23 @@ class ConsistentCentralized : public DistributedOptimizer {
   int root_;
 };
 
+// Asynchronous parameter server (Hogwild-style over messages): rank 0 holds the only optimizer
+// state and serves; workers push their gradient and pull the parameters with no barrier. The
+// server's step applies its own gradient, then serves N - 1 pushes from whichever workers send
+// first (a fast worker may be served twice, a slow one not at all), each applied to the current
+// parameters and answered with them, so a worker's next gradient is computed on parameters
+// that other workers' updates may since have moved (staleness is not bounded). finish()
+// broadcasts the server's parameters, so every rank ends with them.
+class InconsistentCentralized : public DistributedOptimizer {
+ public:
+  InconsistentCentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm);
+  std::string scheme() const override { return "asgd"; }
+  void finish(Network& network) override;
+
+ protected:
+  TensorMap distributed_step(GraphExecutor& executor, const TensorMap& feeds, const std::string& loss) override;
+};
+
 // Bounded staleness: step t's averaged gradient is started with a nonblocking allreduce and
 // applied at step t + s, so communication overlaps s steps of compute and no rank runs more than
 // s steps ahead of the slowest one (it waits for that allreduce). s = 0 is DSGD. The first s
@@ -121,7 +138,7 @@ class SparseAllreduce : public DistributedOptimizer {
   std::vector<float> residual_;
 };
 
-// A scheme by name: dsgd, pssgd, ssgd, mavg, dpsgd, sparse. InvalidArgument listing the names
+// A scheme by name: dsgd, pssgd, asgd, ssgd, mavg, dpsgd, sparse. InvalidArgument listing the names
 // for an unknown one or an out-of-range option.
 std::unique_ptr<DistributedOptimizer> make_distributed_optimizer(const DistributedOptions& options,
                                                                  std::unique_ptr<Optimizer> inner,

@@ -11,7 +11,7 @@ void add_dist_options(CLI::App& cmd, DistOptions& o) {
   std::vector<std::string> names;
   for (const auto& [n, d] : distributed_scheme_names()) names.push_back(n);
   cmd.add_option("--dist", o.scheme.scheme,
-                 "Distributed scheme when run under mpirun/srun: dsgd, pssgd, ssgd, mavg, dpsgd, sparse "
+                 "Distributed scheme when run under mpirun/srun: dsgd, pssgd, asgd, ssgd, mavg, dpsgd, sparse "
                  "(--batch is per rank)")
       ->check(CLI::IsMember(names));
   cmd.add_option("--bucket-mb", o.scheme.bucket_mb, "dsgd: fuse gradients into allreduces of this many MiB (0: per tensor)")
@@ -33,8 +33,8 @@ std::shared_ptr<Communicator> dist_communicator(const DistOptions& o) {
   auto comm = mpi_world();
   if (o.scheme.scheme.empty()) {
     D5_CHECK_ARG(comm->size() == 1,
-                 "d5 train runs on {} ranks but was not told how to distribute: add --dist dsgd (or pssgd, ssgd, "
-                 "mavg, dpsgd, sparse)",
+                 "d5 train runs on {} ranks but was not told how to distribute: add --dist dsgd (or pssgd, asgd, "
+                 "ssgd, mavg, dpsgd, sparse)",
                  comm->size());
     return nullptr;
   }

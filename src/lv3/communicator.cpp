@@ -202,6 +202,15 @@ void Communicator::recv(void* data, int64_t count, DType dtype, int peer, int ta
   irecv(data, count, dtype, peer, tag)->wait();
 }
 
+int Communicator::recv_any(void* data, int64_t count, DType dtype, int tag) {
+  check_count(count, "recv_any");
+  const auto t0 = std::chrono::steady_clock::now();
+  const int source = do_recv_any(data, count, dtype, tag);
+  volume_.record_receive(source, payload(count, dtype));
+  volume_.add_time(seconds_since(t0));
+  return source;
+}
+
 CommRequestPtr Communicator::isend(const void* data, int64_t count, DType dtype, int peer, int tag) {
   return point_to_point("send", count, dtype, peer, [&] { return do_isend(data, count, dtype, peer, tag); });
 }

@@ -69,6 +69,51 @@ TensorMap ConsistentCentralized::distributed_step(GraphExecutor& executor, const
   return out;
 }
 
+namespace {
+constexpr int kPushTag = 0x5051, kPullTag = 0x5052;
+}  // namespace
+
+InconsistentCentralized::InconsistentCentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm)
+    : DistributedOptimizer(std::move(inner), std::move(comm)) {
+  (void)three_step();
+}
+
+TensorMap InconsistentCentralized::distributed_step(GraphExecutor& executor, const TensorMap& feeds,
+                                                    const std::string& loss) {
+  Network& net = executor.network();
+  TensorMap out = forward_backward(executor, feeds, loss);
+  std::vector<Tensor> grads = gradient_tensors(net);
+  std::vector<Tensor> params = parameter_tensors(net);
+  if (comm_->rank() == 0) {
+    ThreeStepOptimizer& opt = three_step();
+    apply_update_rules(opt, net);
+    count_inner_step();
+    std::vector<float> pushed(pack_f32(grads).size());
+    for (int served = 0; served < comm_->size() - 1; ++served) {
+      const int worker = comm_->recv_any(pushed.data(), static_cast<int64_t>(pushed.size()), DType::f32, kPushTag);
+      unpack_f32(pushed, grads);
+      apply_update_rules(opt, net);
+      count_inner_step();
+      const std::vector<float> now = pack_f32(params);
+      comm_->send(now.data(), static_cast<int64_t>(now.size()), DType::f32, worker, kPullTag);
+    }
+  } else {
+    const std::vector<float> mine = pack_f32(grads);
+    comm_->send(mine.data(), static_cast<int64_t>(mine.size()), DType::f32, 0, kPushTag);
+    std::vector<float> fresh(pack_f32(params).size());
+    comm_->recv(fresh.data(), static_cast<int64_t>(fresh.size()), DType::f32, 0, kPullTag);
+    unpack_f32(fresh, params);
+  }
+  return out;
+}
+
+void InconsistentCentralized::finish(Network& network) {
+  std::vector<Tensor> params = parameter_tensors(network);
+  std::vector<float> flat = pack_f32(params);
+  comm_->broadcast(std::span<float>(flat), 0);
+  unpack_f32(flat, params);
+}
+
 StaleSynchronous::StaleSynchronous(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm,
                                    int64_t staleness)
     : DistributedOptimizer(std::move(inner), std::move(comm)), staleness_(staleness) {
@@ -197,6 +242,7 @@ void SparseAllreduce::reduce(Network& network) {
 std::vector<std::pair<std::string, std::string>> distributed_scheme_names() {
   return {{"dsgd", "consistent decentralized: bucketed allreduce of gradients (--bucket-mb)"},
           {"pssgd", "consistent centralized: synchronous parameter server at rank 0"},
+          {"asgd", "inconsistent centralized: asynchronous parameter server at rank 0, no barrier"},
           {"ssgd", "stale synchronous: gradients applied up to --staleness steps late"},
           {"mavg", "model averaging: parameters averaged every --avg-every steps"},
           {"dpsgd", "consistent neighbours: parameters averaged with ring neighbours"},
@@ -208,6 +254,7 @@ std::unique_ptr<DistributedOptimizer> make_distributed_optimizer(const Distribut
                                                                  std::shared_ptr<Communicator> comm) {
   if (o.scheme == "dsgd") return std::make_unique<ConsistentDecentralized>(std::move(inner), comm, o.bucket_mb);
   if (o.scheme == "pssgd") return std::make_unique<ConsistentCentralized>(std::move(inner), comm, o.root);
+  if (o.scheme == "asgd") return std::make_unique<InconsistentCentralized>(std::move(inner), comm);
   if (o.scheme == "ssgd") return std::make_unique<StaleSynchronous>(std::move(inner), comm, o.staleness);
   if (o.scheme == "mavg") return std::make_unique<ModelAverage>(std::move(inner), comm, o.average_every);
   if (o.scheme == "dpsgd") return std::make_unique<ConsistentNeighbors>(std::move(inner), comm);

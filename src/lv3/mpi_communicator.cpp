@@ -139,6 +139,12 @@ class MpiCommunicator : public Communicator {
     check(MPI_Irecv(data, mpi_count(count), mpi_type(dtype), peer, tag, comm_, r->handle()), "MPI_Irecv", rank_);
     return r;
   }
+  int do_recv_any(void* data, int64_t count, DType dtype, int tag) override {
+    MPI_Status status;
+    check(MPI_Recv(data, mpi_count(count), mpi_type(dtype), MPI_ANY_SOURCE, tag, comm_, &status), "MPI_Recv",
+          rank_);
+    return status.MPI_SOURCE;
+  }
 
  private:
   MPI_Comm comm_;

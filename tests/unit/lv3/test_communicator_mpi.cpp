@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <set>
 #include <vector>
 
 #include "deep500/error.h"
@@ -179,6 +180,24 @@ TEST_F(MpiCommunicatorTest, NeighbourExchangeOnTheRing) {
     EXPECT_EQ(peers[nb[1]].bytes_received, 32);
   }
   EXPECT_EQ(comm->volume().bytes_sent(), 64);
+}
+
+TEST_F(MpiCommunicatorTest, ReceiveFromWhicheverRankSendsFirst) {
+  if (rank == 0) {
+    std::set<int> sources;
+    for (int i = 1; i < n; ++i) {
+      int64_t v = -1;
+      const int from = comm->recv_any(&v, 1, DType::i64, 9);
+      EXPECT_EQ(v, 100 + from);
+      sources.insert(from);
+      EXPECT_EQ(comm->volume().peers()[from].bytes_received, 8);
+    }
+    EXPECT_EQ(static_cast<int>(sources.size()), n - 1);
+    EXPECT_EQ(sources.count(0), 0u);
+  } else {
+    const int64_t v = 100 + rank;
+    comm->send(&v, 1, DType::i64, 0, 9);
+  }
 }
 
 TEST_F(MpiCommunicatorTest, NonblockingAllreduceAndBroadcast) {

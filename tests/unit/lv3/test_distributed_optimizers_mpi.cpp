@@ -180,6 +180,29 @@ TEST_F(DistributedOptimizerTest, ParameterServerEqualsDsgd) {
   expect_close(got, one_process("momentum", {{"lr", 0.05}, {"momentum", 0.9}}), "pssgd");
 }
 
+// Asynchronous: no equivalence to expect, but every push is served, answered, and at the end every
+// rank holds the server's parameters; each worker exchanged exactly its gradients and parameters.
+TEST_F(DistributedOptimizerTest, AsynchronousParameterServerServesEveryPush) {
+  DistributedOptions o;
+  o.scheme = "asgd";
+  const auto got = distributed(o, "sgd", kSgd);
+  EXPECT_TRUE(ranks_agree(got));
+  EXPECT_NE(got, flat_params(mlp(kPerRank)));
+  const int64_t g = static_cast<int64_t>(got.size() * sizeof(float));
+  const auto& peers = comm->volume().peers();
+  if (comm->rank() == 0) {
+    int64_t pushed = 0;
+    for (const auto& p : peers) pushed += p.bytes_received;
+    EXPECT_EQ(pushed, (comm->size() - 1) * kSteps * g);
+    // The server's optimizer applied its own gradient and every worker's.
+    EXPECT_EQ(dist->inner().steps(), comm->size() * kSteps);
+  } else {
+    EXPECT_EQ(peers[0].bytes_sent, kSteps * g);
+    // Parameters after each push, plus the initial and the final broadcast.
+    EXPECT_EQ(peers[0].bytes_received, kSteps * g + 2 * g);
+  }
+}
+
 TEST_F(DistributedOptimizerTest, StaleSynchronousWithZeroStalenessEqualsDsgd) {
   DistributedOptions o;
   o.scheme = "ssgd";
