@@ -76,6 +76,8 @@ class Optimizer {
     if (gradient_hook_) gradient_hook_(network);
   }
   void count_step() { ++steps_; }
+  // Level 3's wrappers run a three-step optimizer's parts themselves and count its steps.
+  friend class DistributedOptimizer;
 
   Hyperparameters hyper_;
   int64_t steps_ = 0;

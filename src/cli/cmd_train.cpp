@@ -12,6 +12,7 @@
 
 #include "cli_common.h"
 #include "deep500/data_loader.h"
+#include "deep500/distributed_sampler.h"
 #include "deep500/dataset.h"
 #include "deep500/error.h"
 #include "deep500/graph_executor.h"
@@ -23,6 +24,7 @@
 #include "deep500/reporter.h"
 #include "deep500/samplers.h"
 #include "deep500/trainer.h"
+#include "train_dist.h"
 #ifdef D5_HAVE_ONNX
 #include "deep500/onnx_export.h"
 #include "deep500/onnx_import.h"
@@ -48,6 +50,7 @@ struct TrainOpts {
   std::string checkpoint, resume, save_model;
   int64_t checkpoint_every = 0;
   int64_t prefetch = 2;
+  DistOptions dist;
   CLI::App* cmd = nullptr;
 };
 
@@ -130,6 +133,12 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
   ExperimentSettings settings = settings_from(g);
   D5_CHECK_ARG(o.epochs > 0 || o.steps > 0 || o.time_limit > 0 || o.target > 0,
                "say how long to train: --epochs, --steps, --time-limit or --target-accuracy");
+  const std::shared_ptr<Communicator> comm = dist_communicator(o.dist);
+  // Ranks stop together only when they stop at the same step: a time limit (and a target reached
+  // by one replica's parameters) would leave the others waiting in their next collective.
+  D5_CHECK_ARG(!comm || (o.time_limit == 0 && o.target == 0),
+               "--time-limit and --target-accuracy are not supported with --dist; use --epochs or --steps");
+  const bool writes = !comm || comm->rank() == 0;
   const uint64_t data_seed = settings.stream("train/data").seed();
   auto train_set = open_split(o, o.train_split, o.train_range, data_seed);
   std::unique_ptr<Dataset> test_set;
@@ -141,11 +150,20 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
   ExecutorOptions eo;
   eo.deterministic = true;
   auto executor = make_executor(net, o.backend, eo);
-  auto optimizer = make_optimizer(o.optimizer, hyperparameters(o));
-  // A network's batch dimension is fixed: a last, smaller batch is left out of every epoch.
+  std::unique_ptr<Optimizer> optimizer = make_optimizer(o.optimizer, hyperparameters(o));
+  DistributedOptimizer* dist = nullptr;
+  if (comm) {
+    auto wrapped = make_distributed_optimizer(o.dist.scheme, std::move(optimizer), comm);
+    dist = wrapped.get();
+    optimizer = std::move(wrapped);
+  }
+  // A network's batch dimension is fixed: a last, smaller batch is left out of every epoch. With
+  // --dist each rank takes its slice of a global batch of ranks x --batch.
+  const uint64_t sampler_seed = settings.stream("train/sampler").seed();
   DataLoader loader(*train_set,
-                    make_sampler(o.sampler, *train_set, o.batch, /*drop_last=*/true,
-                                 settings.stream("train/sampler").seed()),
+                    comm ? make_distributed_sampler(o.sampler, *train_set, o.batch, sampler_seed, comm->rank(),
+                                                    comm->size(), Distribution::partitioned)
+                         : make_sampler(o.sampler, *train_set, o.batch, /*drop_last=*/true, sampler_seed),
                     DataLoaderOptions{o.prefetch, 1});
 
   TrainingOptions to;
@@ -158,12 +176,13 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
   to.test_every_epochs = o.test_every_epochs;
   to.test_every_steps = o.test_every_steps;
   to.train_accuracy_every = o.train_accuracy_every;
-  to.checkpoint_path = o.checkpoint;
+  to.checkpoint_path = writes ? o.checkpoint : "";
   to.checkpoint_every = o.checkpoint_every;
   Trainer trainer(*executor, loader, test_set.get(), *optimizer, to);
   if (!o.resume.empty()) trainer.resume(o.resume);
   const TrainingResult r = trainer.train();
-  if (!o.save_model.empty()) {
+  if (dist != nullptr) dist->finish(net);
+  if (writes && !o.save_model.empty()) {
 #ifdef D5_HAVE_ONNX
     export_onnx_file(net, o.save_model);
 #else
@@ -178,6 +197,13 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
   c.params["sampler"] = o.sampler;
   c.params["prefetch"] = o.prefetch;
   for (const auto& [k, v] : optimizer->hyperparameters()) c.params["hyperparameters"][k] = v;
+  if (dist != nullptr) add_distributed_results(*comm, o.dist, *dist, r, c);
+  if (!writes) {
+    // Only rank 0 writes results and the model; every rank's exit code still says how it ended.
+    Results own;
+    own.cases.push_back(std::move(c));
+    return exit_code_for(own);
+  }
   res.cases.push_back(std::move(c));
   res.manifest = make_manifest(settings);
   res.manifest["extra"] = {{"model", o.model},
@@ -251,6 +277,7 @@ Command register_train(CLI::App& app, const GlobalOptions& g) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--resume", o->resume, "Continue the run saved in this checkpoint");
   cmd->add_option("--save-model", o->save_model, "Write the trained network as ONNX");
+  add_dist_options(*cmd, o->dist);
   add_output_options(*cmd, o->out);
   return {cmd, [o, &g] { return run_train(*o, g); }};
 }

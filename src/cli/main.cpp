@@ -6,6 +6,7 @@
 #include "deep500/build_info.h"
 #include "deep500/error.h"
 #include "deep500/manifest.h"
+#include "deep500/mpi_world.h"
 #include "deep500/threads.h"
 
 namespace {
@@ -20,6 +21,17 @@ int exit_code_for(d5::ErrorKind kind) {
     case d5::ErrorKind::Internal: return kExitInternal;
   }
   return kExitInternal;
+}
+
+// An error ends this process; in a distributed run it also ends every other rank (they would wait
+// in their next collective forever), and the message says which rank failed.
+int fail(int code, const std::string& what) {
+  if (d5::mpi_world_is_distributed()) {
+    std::cerr << "d5: rank " << d5::mpi_world()->rank() << " " << what << "; ending every rank\n" << std::flush;
+    d5::abort_world(code);
+  }
+  std::cerr << "d5: " << what << "\n";
+  return code;
 }
 
 }  // namespace
@@ -67,10 +79,8 @@ int main(int argc, char** argv) {
       std::cerr << "d5: error: " << e.what() << " (run 'd5 --help' for usage)\n";
     return kExitUsage;
   } catch (const d5::Error& e) {
-    std::cerr << "d5: error: " << e.what() << "\n";
-    return exit_code_for(e.kind());
+    return fail(exit_code_for(e.kind()), std::string("error: ") + e.what());
   } catch (const std::exception& e) {
-    std::cerr << "d5: internal error: " << e.what() << " (please report it)\n";
-    return kExitInternal;
+    return fail(kExitInternal, std::string("internal error: ") + e.what() + " (please report it)");
   }
 }

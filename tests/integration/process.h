@@ -25,7 +25,9 @@ inline std::string read_file(const std::string& path) {
   return s.str();
 }
 
-inline ProcessResult run_d5(const std::vector<std::string>& args, const std::string& stdin_text = "") {
+// Runs `exe` with `args`; stdin_text on its standard input.
+inline ProcessResult run_process(const std::string& exe, const std::vector<std::string>& args,
+                                 const std::string& stdin_text = "") {
   namespace fs = std::filesystem;
   std::string dir_t = (fs::temp_directory_path() / "d5-cli-XXXXXX").string();
   const fs::path dir = mkdtemp(dir_t.data());
@@ -41,8 +43,8 @@ inline ProcessResult run_d5(const std::vector<std::string>& args, const std::str
     dup2(out, 1);
     dup2(err, 2);
     std::vector<char*> argv;
-    static std::string exe = D5_BINARY_DIR "/bin/d5";
-    argv.push_back(exe.data());
+    std::string exe_copy = exe;
+    argv.push_back(exe_copy.data());
     std::vector<std::string> copy = args;
     for (auto& a : copy) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -58,6 +60,15 @@ inline ProcessResult run_d5(const std::vector<std::string>& args, const std::str
   r.err = read_file(err_p);
   fs::remove_all(dir);
   return r;
+}
+
+inline const std::string& d5_binary() {
+  static const std::string exe = D5_BINARY_DIR "/bin/d5";
+  return exe;
+}
+
+inline ProcessResult run_d5(const std::vector<std::string>& args, const std::string& stdin_text = "") {
+  return run_process(d5_binary(), args, stdin_text);
 }
 
 inline int count_lines(const std::string& s) {

@@ -1,0 +1,135 @@
+// Level 3 communication, run under the MPI launcher (mpirun -np 4 d5_bench_allreduce):
+//  1. d5's allreduce (Communicator::allreduce, with its timing and accounting) against a raw
+//     MPI_Allreduce on the same buffers, DeepBench allreduce sizes (suites/deepbench), target
+//     ratio <= 1.02;
+//  2. a DSGD gradient exchange of ResNet-18's 62 gradient tensors: per-tensor allreduce against
+//     bucketed (TensorBuckets, 25 MiB), target >= 1.5x at 4 ranks;
+//  3. the counted communication volume of one bucketed exchange against the gradient bytes.
+// Rounds interleave the two sides; each side's time is the slowest rank's (a barrier starts every
+// timed call); the ratio is taken per round and reported as a median with a 95% CI.
+#include <mpi.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+
+#include "bench_util.h"
+#include "deep500/gradient_buckets.h"
+#include "deep500/model_zoo.h"
+#include "deep500/mpi_world.h"
+
+namespace {
+
+using namespace d5;
+
+double slowest(double local) {
+  double m = 0;
+  MPI_Allreduce(&local, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return m;
+}
+
+template <typename F>
+double timed(F&& f) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return slowest(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+std::vector<int64_t> deepbench_sizes(int64_t max_floats) {
+  std::ifstream in(D5_SOURCE_DIR "/suites/deepbench/allreduce.csv");
+  D5_CHECK(in.good(), IoError, "cannot read {}/suites/deepbench/allreduce.csv", D5_SOURCE_DIR);
+  std::vector<int64_t> out;
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    if (!line.empty() && std::stoll(line) <= max_floats) out.push_back(std::stoll(line));
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    auto comm = mpi_world();
+    bench::Args args(argc, argv, {{"rounds", "15"}, {"max-floats", "17000000"}, {"bucket-mb", "25"}});
+    const int rounds = args.integer("rounds");
+    const bool root = comm->rank() == 0;
+    if (root) {
+      std::cout << fmt::format("{} ranks ({}); rounds {}; time = slowest rank, barrier before each call\n",
+                               comm->size(), comm->name(), rounds);
+      std::cout << "1. d5 allreduce / raw MPI_Allreduce (sum, f32, in place), DeepBench sizes\n";
+      std::cout << fmt::format("{:>10} {:>12} {:>12} {:>10} {:>30}\n", "floats", "raw ms", "d5 ms", "busbw GB/s",
+                               "ratio d5/raw [95% CI]");
+    }
+    for (int64_t n : deepbench_sizes(static_cast<int64_t>(args.number("max-floats")))) {
+      std::vector<float> buf(static_cast<size_t>(n), 1.0f);
+      std::vector<double> raw, ours, ratio;
+      comm->allreduce(std::span<float>(buf), ReduceOp::sum);  // warm-up: connections, pages
+      for (int r = 0; r < rounds; ++r) {
+        const double a = timed([&] {
+          MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        });
+        const double b = timed([&] { comm->allreduce(std::span<float>(buf), ReduceOp::sum); });
+        raw.push_back(a);
+        ours.push_back(b);
+        ratio.push_back(b / a);
+      }
+      const double busbw = static_cast<double>(n) * 4 / bench::median(ours) *
+                           CommunicationVolume::bus_factor("allreduce", comm->size()) / 1e9;
+      if (root) {
+        std::cout << fmt::format("{:>10} {:>12.3f} {:>12.3f} {:>10.2f} {:>30}\n", n, 1e3 * bench::median(raw),
+                                 1e3 * bench::median(ours), busbw, bench::with_ci(ratio));
+      }
+    }
+
+    // 2. ResNet-18's gradients (the parameter shapes of the zoo model).
+    ModelOptions mo;
+    mo.batch = 1;
+    mo.classes = 1000;
+    mo.input_shape = {3, 224, 224};
+    const Network net = build_model("resnet18", mo);
+    std::vector<Tensor> grads;
+    int64_t grad_bytes = 0;
+    for (const auto& p : net.get_params()) {
+      grads.push_back(net.fetch_tensor(p).clone());
+      grad_bytes += static_cast<int64_t>(grads.back().bytes());
+    }
+    // The baseline is what a plain DSGD does: one blocking allreduce per tensor as it comes.
+    const auto bucket_bytes = static_cast<int64_t>(args.number("bucket-mb") * (1 << 20));
+    TensorBuckets per_tensor(0, false), bucketed(bucket_bytes, true), bucketed_blocking(bucket_bytes, false);
+    for (auto* b : {&per_tensor, &bucketed, &bucketed_blocking}) b->allreduce(*comm, grads, ReduceOp::mean);
+    std::vector<double> t_per, t_buck, t_block, speedup, speedup_blocking;
+    for (int r = 0; r < rounds; ++r) {
+      const double a = timed([&] { per_tensor.allreduce(*comm, grads, ReduceOp::mean); });
+      const double b = timed([&] { bucketed.allreduce(*comm, grads, ReduceOp::mean); });
+      const double c = timed([&] { bucketed_blocking.allreduce(*comm, grads, ReduceOp::mean); });
+      t_per.push_back(a);
+      t_buck.push_back(b);
+      t_block.push_back(c);
+      speedup.push_back(a / b);
+      speedup_blocking.push_back(a / c);
+    }
+    // 3. One bucketed exchange, counted.
+    comm->volume().reset();
+    bucketed.allreduce(*comm, grads, ReduceOp::mean);
+    const int64_t counted = comm->volume().collective_bytes("iallreduce");
+    if (root) {
+      std::cout << fmt::format(
+          "2. DSGD exchange of ResNet-18's {} gradient tensors ({:.1f} MiB): per-tensor blocking {:.2f} ms ({} "
+          "calls), bucketed ({} buckets of <= {} MiB) nonblocking {:.2f} ms, blocking {:.2f} ms\n"
+          "   speedup per-tensor / bucketed nonblocking {}\n   speedup per-tensor / bucketed blocking    {}\n",
+          grads.size(), static_cast<double>(grad_bytes) / (1 << 20), 1e3 * bench::median(t_per), per_tensor.buckets(),
+          bucketed.buckets(), args.str("bucket-mb"), 1e3 * bench::median(t_buck), 1e3 * bench::median(t_block),
+          bench::with_ci(speedup, "{:.3f}"), bench::with_ci(speedup_blocking, "{:.3f}"));
+      std::cout << fmt::format("3. counted allreduce bytes per exchange {} = gradient bytes {}: {}\n", counted,
+                               grad_bytes, counted == grad_bytes ? "yes" : "NO");
+    }
+    return counted == grad_bytes ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << "d5_bench_allreduce: " << e.what() << "\n";
+    abort_world(2);
+    return 2;
+  }
+}

@@ -1,0 +1,31 @@
+#pragma once
+// d5 train --dist: the distributed parts of a training run (docs/train.md, docs/distributed.md).
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "deep500/communicator.h"
+#include "deep500/distributed_optimizers.h"
+#include "deep500/results.h"
+#include "deep500/trainer.h"
+
+namespace d5::cli {
+
+struct DistOptions {
+  DistOptions() { scheme.scheme.clear(); }
+  DistributedOptions scheme;  // scheme.scheme empty (the default here): not distributed
+};
+
+void add_dist_options(CLI::App& cmd, DistOptions& o);
+
+// MPI's world when --dist was given or the process was started by an MPI launcher; null for a
+// plain run. InvalidArgument for several ranks without --dist, Unimplemented without MPI.
+std::shared_ptr<Communicator> dist_communicator(const DistOptions& o);
+
+// Gathers every rank's metrics at rank 0 and adds them, with their summary and the scheme's
+// options, to the case there. Collective: every rank calls it.
+void add_distributed_results(Communicator& comm, const DistOptions& o, const DistributedOptimizer& optimizer,
+                             const TrainingResult& result, CaseResult& c);
+
+}  // namespace d5::cli

@@ -1,0 +1,205 @@
+// The Communicator over MPI_COMM_WORLD (include/deep500/mpi_world.h).
+#include <mpi.h>
+
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+#include <numeric>
+
+#include "deep500/error.h"
+#include "deep500/mpi_world.h"
+
+namespace d5 {
+
+namespace {
+
+MPI_Datatype mpi_type(DType t) {
+  switch (t) {
+    case DType::f32: return MPI_FLOAT;
+    case DType::f64: return MPI_DOUBLE;
+    case DType::i32: return MPI_INT32_T;
+    case DType::i64: return MPI_INT64_T;
+    case DType::u8: return MPI_UINT8_T;
+    default: D5_THROW(InvalidArgument, "the MPI communicator carries f32, f64, i32, i64 and u8, not {}", to_string(t));
+  }
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return MPI_SUM;
+    case ReduceOp::max: return MPI_MAX;
+    case ReduceOp::min: return MPI_MIN;
+    case ReduceOp::mean: break;
+  }
+  D5_THROW(Internal, "mean reaches MPI only as a sum");
+}
+
+int mpi_count(int64_t count) {
+  D5_CHECK_ARG(count <= std::numeric_limits<int>::max(),
+               "{} elements exceed MPI's int count; split the buffer", count);
+  return static_cast<int>(count);
+}
+
+std::vector<int> int_counts(const std::vector<int64_t>& counts) {
+  std::vector<int> out;
+  for (int64_t c : counts) out.push_back(mpi_count(c));
+  return out;
+}
+
+std::vector<int> displacements(const std::vector<int>& counts) {
+  std::vector<int> d(counts.size(), 0);
+  for (size_t i = 1; i < counts.size(); ++i) d[i] = d[i - 1] + counts[i - 1];
+  return d;
+}
+
+// MPI_ERRORS_RETURN is set on the world communicator: a failed call returns here and becomes an
+// IoError naming the call, instead of MPI aborting without saying which rank saw what.
+void check(int rc, const char* call, int rank) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  D5_THROW(IoError, "rank {}: {} failed: {} (a peer may have exited; see its output)", rank, call,
+           std::string(text, static_cast<size_t>(len)));
+}
+
+class MpiRequest : public CommRequest {
+ public:
+  MpiRequest(const char* call, int rank) : call_(call), rank_(rank) {}
+  MPI_Request* handle() { return &request_; }
+  ~MpiRequest() override {
+    if (!done() && request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+  }
+
+ protected:
+  void do_wait() override { check(MPI_Wait(&request_, MPI_STATUS_IGNORE), call_, rank_); }
+
+ private:
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  const char* call_;
+  int rank_;
+};
+
+class MpiCommunicator : public Communicator {
+ public:
+  MpiCommunicator(MPI_Comm comm, int rank, int size) : Communicator(size), comm_(comm), rank_(rank), size_(size) {}
+  std::string name() const override { return "mpi"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+ protected:
+  void do_allreduce(void* data, int64_t count, DType dtype, ReduceOp op) override {
+    check(MPI_Allreduce(MPI_IN_PLACE, data, mpi_count(count), mpi_type(dtype), mpi_op(op), comm_), "MPI_Allreduce",
+          rank_);
+  }
+  CommRequestPtr do_iallreduce(void* data, int64_t count, DType dtype, ReduceOp op) override {
+    auto r = std::make_unique<MpiRequest>("MPI_Iallreduce", rank_);
+    check(MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(count), mpi_type(dtype), mpi_op(op), comm_, r->handle()),
+          "MPI_Iallreduce", rank_);
+    return r;
+  }
+  void do_broadcast(void* data, int64_t count, DType dtype, int root) override {
+    check(MPI_Bcast(data, mpi_count(count), mpi_type(dtype), root, comm_), "MPI_Bcast", rank_);
+  }
+  CommRequestPtr do_ibroadcast(void* data, int64_t count, DType dtype, int root) override {
+    auto r = std::make_unique<MpiRequest>("MPI_Ibcast", rank_);
+    check(MPI_Ibcast(data, mpi_count(count), mpi_type(dtype), root, comm_, r->handle()), "MPI_Ibcast", rank_);
+    return r;
+  }
+  void do_gatherv(const void* send, int64_t count, DType dtype, void* recv, const std::vector<int64_t>& counts,
+                  int root) override {
+    std::vector<int> c, d;
+    if (rank_ == root) {
+      c = int_counts(counts);
+      d = displacements(c);
+    }
+    check(MPI_Gatherv(send, mpi_count(count), mpi_type(dtype), recv, c.data(), d.data(), mpi_type(dtype), root,
+                      comm_),
+          "MPI_Gatherv", rank_);
+  }
+  void do_allgatherv(const void* send, int64_t count, DType dtype, void* recv,
+                     const std::vector<int64_t>& counts) override {
+    const std::vector<int> c = int_counts(counts);
+    const std::vector<int> d = displacements(c);
+    check(MPI_Allgatherv(send, mpi_count(count), mpi_type(dtype), recv, c.data(), d.data(), mpi_type(dtype), comm_),
+          "MPI_Allgatherv", rank_);
+  }
+  void do_scatter(const void* send, int64_t count, DType dtype, void* recv, int root) override {
+    check(MPI_Scatter(send, mpi_count(count), mpi_type(dtype), recv, mpi_count(count), mpi_type(dtype), root, comm_),
+          "MPI_Scatter", rank_);
+  }
+  void do_barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier", rank_); }
+  CommRequestPtr do_isend(const void* data, int64_t count, DType dtype, int peer, int tag) override {
+    auto r = std::make_unique<MpiRequest>("MPI_Isend", rank_);
+    check(MPI_Isend(data, mpi_count(count), mpi_type(dtype), peer, tag, comm_, r->handle()), "MPI_Isend", rank_);
+    return r;
+  }
+  CommRequestPtr do_irecv(void* data, int64_t count, DType dtype, int peer, int tag) override {
+    auto r = std::make_unique<MpiRequest>("MPI_Irecv", rank_);
+    check(MPI_Irecv(data, mpi_count(count), mpi_type(dtype), peer, tag, comm_, r->handle()), "MPI_Irecv", rank_);
+    return r;
+  }
+  int do_recv_any(void* data, int64_t count, DType dtype, int tag) override {
+    MPI_Status status;
+    check(MPI_Recv(data, mpi_count(count), mpi_type(dtype), MPI_ANY_SOURCE, tag, comm_, &status), "MPI_Recv",
+          rank_);
+    return status.MPI_SOURCE;
+  }
+
+ private:
+  MPI_Comm comm_;
+  int rank_, size_;
+};
+
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+}  // namespace
+
+bool mpi_built() { return true; }
+
+bool launched_by_mpi_launcher() {
+  // Open MPI, MPICH / Hydra (PMI), PMIx launchers and Slurm's srun.
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_STEP_NUM_TASKS"}) {
+    if (std::getenv(v) != nullptr) return true;
+  }
+  return false;
+}
+
+namespace {
+std::mutex world_mutex;
+std::shared_ptr<Communicator> world;
+}  // namespace
+
+bool mpi_world_is_distributed() {
+  std::lock_guard<std::mutex> lock(world_mutex);
+  return world && world->size() > 1;
+}
+
+void abort_world(int code) {
+  if (!mpi_world_is_distributed()) return;
+  MPI_Abort(MPI_COMM_WORLD, code == 0 ? 1 : code);
+}
+
+std::shared_ptr<Communicator> mpi_world() {
+  std::lock_guard<std::mutex> lock(world_mutex);
+  if (world) return world;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread", -1);
+    std::atexit(finalize_at_exit);
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  world = std::make_shared<MpiCommunicator>(MPI_COMM_WORLD, rank, size);
+  return world;
+}
+
+}  // namespace d5

@@ -1,0 +1,18 @@
+// mpi_world() in a build without MPI (include/deep500/mpi_world.h).
+#include "deep500/error.h"
+#include "deep500/mpi_world.h"
+
+namespace d5 {
+
+bool mpi_built() { return false; }
+bool launched_by_mpi_launcher() { return false; }
+
+bool mpi_world_is_distributed() { return false; }
+void abort_world(int /*code*/) {}
+
+std::shared_ptr<Communicator> mpi_world() {
+  D5_THROW(Unimplemented, "this d5 was built without MPI; install libopenmpi-dev and openmpi-bin (or MPICH) and "
+           "rebuild with -DD5_WITH_MPI=ON");
+}
+
+}  // namespace d5

@@ -1,0 +1,203 @@
+// Integration tests of `d5 train --dist`: the real binary under the MPI launcher. Two ranks with
+// batch b end with the parameters one process reaches with batch 2b, for every scheme that
+// reduces to DSGD with plain SGD; only rank 0 writes, with every rank's metrics; a killed rank
+// ends the whole run with an error naming it instead of a hang.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <thread>
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "../support/temp_dir.h"
+#include "deep500/onnx_import.h"
+#include "deep500/op_registry.h"
+#include "process.h"
+
+namespace d5::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CliTrainDist : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    register_builtin_operators();
+    // Open MPI refuses root (CI containers) and more ranks than cores unless told; one OpenMP
+    // thread per rank on a 2-core machine.
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+    setenv("OMP_NUM_THREADS", "1", 1);
+  }
+  std::string path(const std::string& name) const { return dir_.file(name); }
+
+  static std::vector<std::string> train_args(int64_t batch, int64_t steps, const std::vector<std::string>& more) {
+    std::vector<std::string> a = {"train", "--model", "mlp", "--dataset", "synthetic-learnable", "--set", "shape=16",
+                                  "--set", "classes=4", "--set", "samples=256", "--batch", std::to_string(batch),
+                                  "--steps", std::to_string(steps), "--sampler", "shuffle", "--lr", "0.1",
+                                  "--no-test", "--prefetch", "0"};
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  }
+  static ProcessResult mpirun(int ranks, const std::vector<std::string>& d5_args) {
+    std::vector<std::string> a = {"-n", std::to_string(ranks), d5_binary()};
+    a.insert(a.end(), d5_args.begin(), d5_args.end());
+    return run_process(D5_MPIEXEC, a);
+  }
+  TempDir dir_{"d5-train-dist"};
+};
+
+// Largest relative difference of two saved models' parameters.
+double model_difference(const std::string& a, const std::string& b) {
+  const Network na = import_onnx_file(a), nb = import_onnx_file(b);
+  double worst = 0;
+  for (const auto& p : na.get_params()) {
+    const Tensor x = na.fetch_tensor(p), y = nb.fetch_tensor(p);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const double u = x.span<float>()[static_cast<size_t>(i)], v = y.span<float>()[static_cast<size_t>(i)];
+      worst = std::max(worst, std::fabs(u - v) / (1e-3 + std::fabs(u)));
+    }
+  }
+  return worst;
+}
+
+TEST_F(CliTrainDist, EverySchemeOnTwoRanksEqualsOneProcessWithTheGlobalBatch) {
+  auto r = run_d5(train_args(16, 12, {"--save-model", path("one.onnx")}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // With plain SGD on two ranks every scheme reduces to DSGD: ssgd with staleness 0, mavg every
+  // step, dpsgd (the one neighbour is everyone), sparse keeping every element.
+  for (const std::string scheme : {"dsgd", "pssgd", "ssgd", "mavg", "dpsgd", "sparse"}) {
+    const std::string model = path(scheme + ".onnx");
+    r = mpirun(2, train_args(8, 12, {"--dist", scheme, "--topk", "1", "--save-model", model}));
+    ASSERT_EQ(r.exit_code, 0) << scheme << ": " << r.err << r.out;
+    // 12 steps of float sums in another order: a few ulps each.
+    EXPECT_LT(model_difference(path("one.onnx"), model), 1e-5) << scheme;
+  }
+  // And the parameters moved: a 3-step run differs.
+  r = run_d5(train_args(16, 3, {"--save-model", path("short.onnx")}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(model_difference(path("one.onnx"), path("short.onnx")), 1e-3);
+}
+
+TEST_F(CliTrainDist, RankZeroWritesEveryRanksMetrics) {
+  const auto r = mpirun(3, train_args(8, 5, {"--dist", "dsgd", "--bucket-mb", "0", "--format", "json", "-o",
+                                             path("r.json"), "--save-model", path("m.onnx")}));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_EQ(r.err.find("wrote"), r.err.rfind("wrote")) << "only rank 0 writes: " << r.err;
+  const auto j = nlohmann::json::parse(read_file(path("r.json")));
+  const auto& c = j["cases"][0];
+  EXPECT_EQ(c["level"], "L3");
+  EXPECT_EQ(c["params"]["dist"]["scheme"], "dsgd");
+  EXPECT_EQ(c["params"]["dist"]["global_batch"], 24);
+  const auto& ranks = c["extra"]["distributed"]["ranks"];
+  ASSERT_EQ(ranks.size(), 3u);
+  // Every rank allreduces the model's gradient bytes every step, one call per parameter tensor.
+  const Network net = import_onnx_file(path("m.onnx"));
+  int64_t grad_bytes = 0, tensors = 0;
+  for (const auto& p : net.get_params()) {
+    grad_bytes += static_cast<int64_t>(net.fetch_tensor(p).bytes());
+    ++tensors;
+  }
+  for (size_t rk = 0; rk < 3; ++rk) {
+    EXPECT_EQ(ranks[rk]["rank"], static_cast<int>(rk));
+    EXPECT_EQ(ranks[rk]["steps"], 5);
+    const auto& all = ranks[rk]["volume"]["collectives"]["iallreduce"];
+    EXPECT_EQ(all["bytes"].get<int64_t>(), 5 * grad_bytes) << "rank " << rk;
+    EXPECT_EQ(all["calls"].get<int64_t>(), 5 * tensors) << "rank " << rk;
+    EXPECT_GT(ranks[rk]["communication_s"].get<double>(), 0);
+  }
+  EXPECT_EQ(c["extra"]["distributed"]["summary"]["ranks"], 3);
+  EXPECT_TRUE(c["extra"]["distributed"]["summary"]["compute_s"].contains("imbalance"));
+}
+
+TEST_F(CliTrainDist, SeveralRanksWithoutASchemeAreRefused) {
+  const auto r = mpirun(2, train_args(8, 2, {}));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--dist"), std::string::npos) << r.err;
+  const auto t = mpirun(2, train_args(8, 2, {"--dist", "dsgd", "--time-limit", "3"}));
+  EXPECT_NE(t.exit_code, 0);
+  EXPECT_NE(t.err.find("--time-limit"), std::string::npos) << t.err;
+}
+
+// The pid of the d5 process that is rank `rank` of a run whose environment holds `marker`, or 0.
+pid_t find_rank(const std::string& marker, int rank) {
+  const std::string ompi = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank), pmi = "PMI_RANK=" + std::to_string(rank);
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string env = read_file(e.path().string() + "/environ");
+    std::replace(env.begin(), env.end(), '\0', '\n');
+    env = "\n" + env;
+    const std::string cmd = read_file(e.path().string() + "/cmdline");
+    if (env.find("\n" + marker + "\n") == std::string::npos) continue;
+    if (cmd.rfind(d5_binary(), 0) != 0) continue;  // the launcher itself, or a shell
+    if (env.find("\n" + ompi + "\n") != std::string::npos || env.find("\n" + pmi + "\n") != std::string::npos) {
+      return static_cast<pid_t>(std::stol(name));
+    }
+  }
+  return 0;
+}
+
+// A rank killed mid-training: every other rank ends, the launcher exits non-zero within 30 s,
+// and its message names the rank.
+TEST_F(CliTrainDist, AKilledRankEndsEveryRankWithinThirtySeconds) {
+  const std::string marker = "D5_FAULT_TEST=" + std::to_string(getpid());
+  setenv("D5_FAULT_TEST", std::to_string(getpid()).c_str(), 1);
+  const std::string out_p = path("out"), err_p = path("err");
+  std::vector<std::string> args = {D5_MPIEXEC, "-n", "3", d5_binary()};
+  for (const auto& a : train_args(8, 100000000, {"--dist", "dsgd"})) args.push_back(a);
+  const pid_t launcher = fork();
+  if (launcher == 0) {
+    setpgid(0, 0);
+    const int out = open(out_p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = open(err_p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  using clock = std::chrono::steady_clock;
+  pid_t victim = 0;
+  for (auto until = clock::now() + std::chrono::seconds(30); victim == 0 && clock::now() < until;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    victim = find_rank(marker, 1);
+  }
+  if (victim == 0) kill(-launcher, SIGKILL);
+  ASSERT_NE(victim, 0) << "rank 1 never started";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the ranks are training
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  const auto killed = clock::now();
+  int status = 0;
+  bool ended = false;
+  while (!ended && clock::now() - killed < std::chrono::seconds(30)) {
+    ended = waitpid(launcher, &status, WNOHANG) == launcher;
+    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!ended) {
+    kill(-launcher, SIGKILL);
+    waitpid(launcher, &status, 0);
+  }
+  ASSERT_TRUE(ended) << "the run still hung 30 s after rank 1 was killed";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "status " << status;
+  const std::string said = read_file(err_p) + read_file(out_p);
+  EXPECT_NE(said.find("rank 1"), std::string::npos) << said;
+  // No rank is left behind.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(find_rank(marker, 0), 0);
+  EXPECT_EQ(find_rank(marker, 2), 0);
+}
+
+}  // namespace
+}  // namespace d5::test

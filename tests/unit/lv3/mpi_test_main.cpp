@@ -1,0 +1,29 @@
+// GoogleTest main for tests run under mpiexec: MPI is initialized before the tests so every rank
+// takes part, and each rank's failures are printed with its rank.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "deep500/mpi_world.h"
+
+namespace {
+
+class RankPrefix : public testing::EmptyTestEventListener {
+ public:
+  explicit RankPrefix(int rank) : rank_(rank) {}
+  void OnTestPartResult(const testing::TestPartResult& r) override {
+    if (r.failed()) std::fprintf(stderr, "[rank %d] failure in %s:%d\n", rank_, r.file_name(), r.line_number());
+  }
+
+ private:
+  int rank_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  auto world = d5::mpi_world();
+  testing::UnitTest::GetInstance()->listeners().Append(new RankPrefix(world->rank()));
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,275 @@
+// Distributed schemes on 2 and 3 ranks against one process: N ranks with batch b each must end
+// where one process with batch N x b ends (DSGD and every scheme that reduces to it), within
+// float rounding of the different summation order.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "deep500/backend.h"
+#include "deep500/distributed_optimizers.h"
+#include "deep500/distributed_sampler.h"
+#include "deep500/graph_executor.h"
+#include "deep500/model_zoo.h"
+#include "deep500/mpi_world.h"
+#include "deep500/op_registry.h"
+#include "deep500/rng.h"
+#include "deep500/samplers.h"
+#include "ring_allreduce.h"
+
+namespace d5 {
+namespace {
+
+constexpr int64_t kFeatures = 12, kClasses = 4, kPerRank = 4, kSamples = 96, kSteps = 6;
+
+Network mlp(int64_t batch) {
+  ModelOptions mo;
+  mo.batch = batch;
+  mo.classes = kClasses;
+  mo.input_shape = {kFeatures};
+  mo.with_loss = mo.training = true;
+  mo.seed = 5;
+  return build_model("mlp", mo);
+}
+
+// A fixed, learnable data set: the label is the argmax of the first kClasses features.
+struct Data {
+  std::vector<float> x;
+  std::vector<int64_t> y;
+  Data() {
+    RngStream rng(99, "lv3-test-data");
+    for (int64_t i = 0; i < kSamples; ++i) {
+      int64_t best = 0;
+      for (int64_t f = 0; f < kFeatures; ++f) {
+        x.push_back(static_cast<float>(rng.uniform() * 2 - 1));
+        if (f < kClasses && x.back() > x[static_cast<size_t>(i * kFeatures + best)]) best = f;
+      }
+      y.push_back(best);
+    }
+  }
+  TensorMap feeds(const std::vector<int64_t>& rows) const {
+    Tensor in(DType::f32, Shape({static_cast<int64_t>(rows.size()), kFeatures}));
+    Tensor lab(DType::i64, Shape({static_cast<int64_t>(rows.size())}));
+    for (size_t r = 0; r < rows.size(); ++r) {
+      for (int64_t f = 0; f < kFeatures; ++f)
+        in.data_as<float>()[r * kFeatures + f] = x[static_cast<size_t>(rows[r] * kFeatures + f)];
+      lab.data_as<int64_t>()[r] = y[static_cast<size_t>(rows[r])];
+    }
+    return {{kDataInput, in}, {kDataLabels, lab}};
+  }
+};
+
+std::vector<float> flat_params(const Network& net) { return pack_f32(parameter_tensors(net)); }
+
+class DistributedOptimizerTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    register_builtin_operators();
+    comm = mpi_world();
+    comm->barrier();
+    comm->volume().reset();
+  }
+
+  // One process, batch N x b, the plain optimizer, ordered batches.
+  std::vector<float> one_process(const std::string& optimizer, const Hyperparameters& h) {
+    Network net = mlp(kPerRank * comm->size());
+    ExecutorOptions eo;
+    eo.deterministic = true;
+    auto exec = make_executor(net, "reference", eo);
+    auto opt = make_optimizer(optimizer, h);
+    OrderedSampler sampler(kSamples, kPerRank * comm->size(), true);
+    for (int64_t s = 0; s < kSteps; ++s) {
+      auto rows = sampler.next();
+      if (rows.empty()) {
+        sampler.reset();
+        rows = sampler.next();
+      }
+      opt->step(*exec, data.feeds(rows), kZooLoss);
+    }
+    return flat_params(net);
+  }
+
+  // N ranks, batch b each, partitioned ordered batches, the scheme wrapping the optimizer.
+  std::vector<float> distributed(const DistributedOptions& o, const std::string& optimizer, const Hyperparameters& h,
+                                 DistributedOptimizer** keep = nullptr, std::shared_ptr<Communicator> via = nullptr) {
+    net = std::make_unique<Network>(mlp(kPerRank));
+    ExecutorOptions eo;
+    eo.deterministic = true;
+    exec = make_executor(*net, "reference", eo);
+    dist = make_distributed_optimizer(o, make_optimizer(optimizer, h), via ? via : comm);
+    auto ordered = [](int64_t global) { return std::make_unique<OrderedSampler>(kSamples, global, true); };
+    DistributedSampler sampler(ordered, kSamples, kPerRank, 0, comm->rank(), comm->size(), Distribution::partitioned);
+    for (int64_t s = 0; s < kSteps; ++s) {
+      auto rows = sampler.next();
+      if (rows.empty()) {
+        sampler.reset();
+        rows = sampler.next();
+      }
+      dist->step(*exec, data.feeds(rows), kZooLoss);
+    }
+    dist->finish(*net);
+    if (keep != nullptr) *keep = dist.get();
+    return flat_params(*net);
+  }
+
+  // Every rank holds the same parameters (bitwise: they applied the same update).
+  bool ranks_agree(const std::vector<float>& p) {
+    std::vector<float> lo = p, hi = p;
+    comm->allreduce(std::span<float>(lo), ReduceOp::min);
+    comm->allreduce(std::span<float>(hi), ReduceOp::max);
+    return lo == p && hi == p;
+  }
+
+  static void expect_close(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+    ASSERT_EQ(got.size(), want.size());
+    // Float sums of N per-rank means vs one mean over N b rows: a few ulps per step, six steps.
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - want[i]) / (1e-3 + std::fabs(want[i])));
+    EXPECT_LT(worst, 2e-5) << what;
+  }
+
+  std::shared_ptr<Communicator> comm;
+  Data data;
+  std::unique_ptr<Network> net;
+  std::unique_ptr<GraphExecutor> exec;
+  std::unique_ptr<DistributedOptimizer> dist;
+};
+
+const Hyperparameters kSgd = {{"lr", 0.1}};
+
+TEST_F(DistributedOptimizerTest, DsgdEqualsOneProcessWithTheGlobalBatch) {
+  const auto want = one_process("sgd", kSgd);
+  DistributedOptions o;
+  const auto got = distributed(o, "sgd", kSgd);
+  EXPECT_TRUE(ranks_agree(got));
+  expect_close(got, want, "dsgd");
+  // The parameters moved: the comparison is not between two initial states.
+  EXPECT_NE(got, flat_params(mlp(kPerRank)));
+}
+
+TEST_F(DistributedOptimizerTest, DsgdPerTensorAndWithMomentum) {
+  DistributedOptions o;
+  o.bucket_mb = 0;
+  expect_close(distributed(o, "sgd", kSgd), one_process("sgd", kSgd), "dsgd per tensor");
+  const Hyperparameters m = {{"lr", 0.05}, {"momentum", 0.9}};
+  o.bucket_mb = 1;
+  expect_close(distributed(o, "momentum", m), one_process("momentum", m), "dsgd momentum");
+}
+
+TEST_F(DistributedOptimizerTest, DsgdCountsTheGradientBytesPerStep) {
+  DistributedOptions o;
+  o.bucket_mb = 0;
+  DistributedOptimizer* d = nullptr;
+  distributed(o, "sgd", kSgd, &d);
+  const int64_t grad_bytes = static_cast<int64_t>(flat_params(*net).size() * sizeof(float));
+  const auto& c = comm->volume().collectives().at("iallreduce");
+  EXPECT_EQ(c.bytes, grad_bytes * kSteps);
+  EXPECT_EQ(c.calls, static_cast<int64_t>(parameter_tensors(*net).size()) * kSteps);
+  ASSERT_EQ(d->times().step_s.size(), static_cast<size_t>(kSteps));
+  comm->volume().reset();
+  o.bucket_mb = 25;
+  distributed(o, "sgd", kSgd);
+  EXPECT_EQ(comm->volume().collectives().at("iallreduce").calls, kSteps) << "one bucket holds the whole MLP";
+  EXPECT_EQ(comm->volume().collective_bytes("iallreduce"), grad_bytes * kSteps);
+}
+
+TEST_F(DistributedOptimizerTest, ParameterServerEqualsDsgd) {
+  DistributedOptions o;
+  o.scheme = "pssgd";
+  const auto got = distributed(o, "momentum", {{"lr", 0.05}, {"momentum", 0.9}});
+  EXPECT_TRUE(ranks_agree(got));
+  expect_close(got, one_process("momentum", {{"lr", 0.05}, {"momentum", 0.9}}), "pssgd");
+}
+
+// Asynchronous: no equivalence to expect, but every push is served, answered, and at the end every
+// rank holds the server's parameters; each worker exchanged exactly its gradients and parameters.
+TEST_F(DistributedOptimizerTest, AsynchronousParameterServerServesEveryPush) {
+  DistributedOptions o;
+  o.scheme = "asgd";
+  const auto got = distributed(o, "sgd", kSgd);
+  EXPECT_TRUE(ranks_agree(got));
+  EXPECT_NE(got, flat_params(mlp(kPerRank)));
+  const int64_t g = static_cast<int64_t>(got.size() * sizeof(float));
+  const auto& peers = comm->volume().peers();
+  if (comm->rank() == 0) {
+    int64_t pushed = 0;
+    for (const auto& p : peers) pushed += p.bytes_received;
+    EXPECT_EQ(pushed, (comm->size() - 1) * kSteps * g);
+    // The server's optimizer applied its own gradient and every worker's.
+    EXPECT_EQ(dist->inner().steps(), comm->size() * kSteps);
+  } else {
+    EXPECT_EQ(peers[0].bytes_sent, kSteps * g);
+    // Parameters after each push, plus the initial and the final broadcast.
+    EXPECT_EQ(peers[0].bytes_received, kSteps * g + 2 * g);
+  }
+}
+
+TEST_F(DistributedOptimizerTest, StaleSynchronousWithZeroStalenessEqualsDsgd) {
+  DistributedOptions o;
+  o.scheme = "ssgd";
+  o.staleness = 0;
+  expect_close(distributed(o, "sgd", kSgd), one_process("sgd", kSgd), "ssgd s=0");
+  // With staleness the ranks still apply the same averaged gradients, only later.
+  o.staleness = 2;
+  const auto late = distributed(o, "sgd", kSgd);
+  EXPECT_TRUE(ranks_agree(late));
+  // SGD applies the same sum of updates in a different order at different points: the parameters
+  // differ from the synchronous run, but after finish() every gradient was applied.
+  EXPECT_NE(late, one_process("sgd", kSgd));
+}
+
+TEST_F(DistributedOptimizerTest, ModelAverageEveryStepEqualsDsgdForSgd) {
+  DistributedOptions o;
+  o.scheme = "mavg";
+  o.average_every = 1;
+  expect_close(distributed(o, "sgd", kSgd), one_process("sgd", kSgd), "mavg k=1");
+  o.average_every = 4;
+  const auto local = distributed(o, "sgd", kSgd);
+  EXPECT_TRUE(ranks_agree(local)) << "finish() averages the last local steps";
+}
+
+// On two and three ranks every rank's ring neighbours are all the others, so decentralized
+// averaging is a full average: with SGD, DSGD.
+TEST_F(DistributedOptimizerTest, NeighbourAveragingOnSmallRingsEqualsDsgd) {
+  DistributedOptions o;
+  o.scheme = "dpsgd";
+  const auto got = distributed(o, "sgd", kSgd);
+  expect_close(got, one_process("sgd", kSgd), "dpsgd");
+}
+
+TEST_F(DistributedOptimizerTest, SparseWithEveryElementEqualsDsgd) {
+  DistributedOptions o;
+  o.scheme = "sparse";
+  o.topk = 1.0;
+  expect_close(distributed(o, "sgd", kSgd), one_process("sgd", kSgd), "sparse k=100%");
+  comm->volume().reset();
+  o.topk = 0.05;
+  const auto sparse = distributed(o, "sgd", kSgd);
+  EXPECT_TRUE(ranks_agree(sparse));
+  const int64_t elements = static_cast<int64_t>(sparse.size());
+  const int64_t k = static_cast<int64_t>(std::ceil(0.05 * static_cast<double>(elements)));
+  // Per step: k (index, value) pairs from every rank, plus one count each.
+  EXPECT_EQ(comm->volume().collective_bytes("allgather"), kSteps * comm->size() * (8 + k * (8 + 4)));
+}
+
+// A user's communication scheme (examples/ring_allreduce) under the same optimizer.
+TEST_F(DistributedOptimizerTest, DsgdOverTheExampleRingAllreduceEqualsOneProcess) {
+  auto ring = std::make_shared<RingAllreduceCommunicator>(comm);
+  DistributedOptions o;
+  expect_close(distributed(o, "sgd", kSgd, nullptr, ring), one_process("sgd", kSgd), "dsgd over the ring");
+  EXPECT_EQ(ring->volume().collectives().at("iallreduce").calls, kSteps);
+  EXPECT_GT(comm->volume().peers()[(comm->rank() + 1) % comm->size()].bytes_sent, 0);
+}
+
+TEST_F(DistributedOptimizerTest, UnknownSchemeAndBadOptionsAreRefused) {
+  DistributedOptions o;
+  o.scheme = "telepathy";
+  EXPECT_THROW(make_distributed_optimizer(o, make_optimizer("sgd"), comm), InvalidArgument);
+  o.scheme = "sparse";
+  o.topk = 0;
+  EXPECT_THROW(make_distributed_optimizer(o, make_optimizer("sgd"), comm), InvalidArgument);
+  o.scheme = "pssgd";
+  EXPECT_THROW(make_distributed_optimizer(o, make_optimizer("lbfgs"), comm), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace d5
