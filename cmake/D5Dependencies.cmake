@@ -104,3 +104,14 @@ set(D5_HAVE_CURL ${CURL_FOUND})
 if(CURL_FOUND)
   d5_record_library(libcurl "${CURL_VERSION_STRING}")
 endif()
+
+# yaml-cpp reads recipes (d5 run). Without it `d5 run` refuses with the package to install;
+# everything else builds.
+find_package(yaml-cpp QUIET)
+set(D5_HAVE_YAML OFF)
+if(yaml-cpp_FOUND AND TARGET yaml-cpp)
+  set(D5_HAVE_YAML ON)
+  d5_record_library(yaml-cpp "${yaml-cpp_VERSION}")
+else()
+  message(STATUS "Recipes (d5 run) disabled: yaml-cpp not found (Debian: libyaml-cpp-dev)")
+endif()

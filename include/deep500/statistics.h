@@ -73,6 +73,9 @@ struct MannWhitneyResult {
 };
 MannWhitneyResult mann_whitney_u(std::span<const double> x, std::span<const double> y,
                                  MannWhitneyMethod method = MannWhitneyMethod::Auto);
+// P(U <= u) under the null hypothesis (no ties), exact: the permutation distribution of U for
+// sample sizes n_x and n_y. Limited like the exact test to n_x*n_y <= 10000 (InvalidArgument).
+double mann_whitney_null_cdf(int64_t n_x, int64_t n_y, int64_t u);
 
 // exp(mean(log(x))); throws InvalidArgument if any value is <= 0 or the span is empty.
 double geometric_mean(std::span<const double> values);

@@ -58,6 +58,7 @@ ExperimentSettings settings_from(const GlobalOptions& g) {
   ExperimentSettings s;
   s.seed = g.seed;
   s.threads = g.threads;
+  s.deterministic = g.deterministic;
   return s;
 }
 

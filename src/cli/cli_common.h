@@ -44,6 +44,7 @@ int exit_code_for(const Results& results);
 struct GlobalOptions {
   int threads = 0;
   uint64_t seed = 0x5eed;
+  bool deterministic = false;
 };
 ExperimentSettings settings_from(const GlobalOptions& g);
 
@@ -68,6 +69,8 @@ Command register_models(CLI::App& app, const GlobalOptions& g);
 Command register_data(CLI::App& app, const GlobalOptions& g);
 Command register_divergence(CLI::App& app, const GlobalOptions& g);
 Command register_train(CLI::App& app, const GlobalOptions& g);
+Command register_compare(CLI::App& app, const GlobalOptions& g);
+Command register_run(CLI::App& app, const GlobalOptions& g);
 // `d5 ops bench`: adds its Command to `subcommands`, which `d5 ops` dispatches to.
 void register_ops_bench(CLI::App& ops, const GlobalOptions& g, std::vector<Command>& subcommands);
 

@@ -49,12 +49,16 @@ int main(int argc, char** argv) {
                  "Threads for OpenMP, oneDNN and LibTorch (0 = library defaults)")
       ->check(CLI::Range(0, 4096));
   app.add_option("--seed", global.seed, "Master seed; every random stream derives from it");
+  app.add_flag("--deterministic", global.deterministic,
+               "Deterministic algorithms and reductions: two runs give bitwise-identical outputs "
+               "(docs/reproducibility.md)");
 
   const std::vector<Command> commands = {register_info(app, global), register_stats(app, global),
                                          register_ops(app, global), register_onnx_test(app, global),
                                          register_peak(app, global), register_models(app, global),
                                          register_net(app, global), register_data(app, global),
-                                         register_divergence(app, global), register_train(app, global)};
+                                         register_divergence(app, global), register_train(app, global),
+                                         register_compare(app, global), register_run(app, global)};
 
   try {
     app.parse(argc, argv);

@@ -334,6 +334,20 @@ MannWhitneyResult mann_whitney_u(std::span<const double> x, std::span<const doub
   return r;
 }
 
+double mann_whitney_null_cdf(int64_t n_x, int64_t n_y, int64_t u) {
+  D5_CHECK_ARG(n_x > 0 && n_y > 0, "Mann-Whitney U: sample sizes must be positive, got {} and {}", n_x, n_y);
+  D5_CHECK_ARG(n_x * n_y <= kExactMannWhitneyMaxProduct,
+               "Mann-Whitney U: the exact distribution is limited to n_x * n_y <= {}, got {} * {}",
+               kExactMannWhitneyMaxProduct, n_x, n_y);
+  const int64_t total = n_x * n_y;
+  if (u < 0) return 0;
+  if (u >= total) return 1;
+  // exact_mann_whitney_p(c) = 2 P(U >= c) = 2 P(U <= total - c) by symmetry; it counts the
+  // lower tail only, so ask for the smaller side and complement when u is in the upper half.
+  if (2 * u < total) return exact_mann_whitney_p(n_x, n_y, static_cast<double>(total - u)) / 2;
+  return 1 - exact_mann_whitney_p(n_x, n_y, static_cast<double>(u + 1)) / 2;
+}
+
 double geometric_mean(std::span<const double> values) {
   D5_CHECK_ARG(!values.empty(), "geometric mean: needs at least one value, got an empty set");
   double log_sum = 0;

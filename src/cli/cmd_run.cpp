@@ -1,0 +1,148 @@
+// d5 run: a recipe (docs/recipes.md) executed run by run, each run a d5 subcommand in its own
+// process writing its result file; VALID/INVALID per run, PASS/FAIL per criterion, run.json.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli_common.h"
+#include "deep500/error.h"
+#include "deep500/manifest.h"
+#include "deep500/recipe.h"
+#include "deep500/recipe_run.h"
+#include "progress.h"
+
+namespace d5::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunOpts {
+  OutputOptions out;
+  std::string recipe, results_dir;
+  std::vector<std::string> sets;
+  bool require_valid = false, dry_run = false, list = false;
+  double price = 0;
+  int nodes = 1;
+};
+
+std::string recipes_directory() {
+  if (const char* env = std::getenv("D5_RECIPES_DIR"); env && *env) return env;
+  return D5_RECIPES_DIR_DEFAULT;
+}
+
+// A path, or the name of a shipped recipe ("quickstart" -> recipes/quickstart.yaml).
+std::string resolve_recipe(const std::string& name) {
+  if (fs::exists(name)) return name;
+  const fs::path shipped = fs::path(recipes_directory()) / (name + ".yaml");
+  if (name.find('/') == std::string::npos && fs::exists(shipped)) return shipped.string();
+  D5_THROW(IoError, "no recipe '{}': not a file, and not one of the shipped recipes in {} (see 'd5 run --list')",
+           name, recipes_directory());
+}
+
+std::string default_results_dir(const std::string& recipe) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  return (fs::path("results") / (recipe + "-" + stamp)).string();
+}
+
+int list_recipes(const OutputOptions& out) {
+  nlohmann::json j = nlohmann::json::array();
+  std::string text = fmt::format("recipes in {}\n", recipes_directory());
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(recipes_directory(), ec))
+    if (f.path().extension() == ".yaml") files.push_back(f.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    const Recipe r = load_recipe(f.string());
+    j.push_back({{"name", r.name}, {"path", f.string()}, {"division", to_string(r.division)},
+                 {"description", r.description}});
+    text += fmt::format("  {:<22} {:<7} {}\n", f.stem().string(), to_string(r.division), r.description);
+  }
+  emit_text(text, j, out);
+  return kExitOk;
+}
+
+std::string self_executable() {
+  std::error_code ec;
+  const auto p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) D5_THROW(IoError, "cannot find the d5 executable through /proc/self/exe: {}", ec.message());
+  return p.string();
+}
+
+int run_recipe_command(const RunOpts& o, const GlobalOptions& g) {
+  if (o.list) return list_recipes(o.out);
+  D5_CHECK_ARG(!o.recipe.empty(), "name a recipe file or a shipped recipe (see 'd5 run --list')");
+  const Recipe recipe = load_recipe(resolve_recipe(o.recipe));
+  std::vector<PlannedRun> runs = plan_runs(recipe, parse_overrides(o.sets), g.seed);
+  // d5's own global options reach every run unless the recipe sets them.
+  for (auto& r : runs) {
+    std::vector<std::string> globals;
+    if (g.threads > 0 && !r.params.contains("threads")) globals = {"--threads", std::to_string(g.threads)};
+    if (g.deterministic && !r.params.contains("deterministic")) globals.push_back("--deterministic");
+    r.args.insert(r.args.begin(), globals.begin(), globals.end());
+  }
+  if (o.dry_run) {
+    std::string text;
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& r : runs) {
+      text += fmt::format("{}: d5 {}\n", r.id, fmt::join(r.args, " "));
+      j.push_back({{"id", r.id}, {"args", r.args}});
+    }
+    emit_text(text, j, o.out);
+    return kExitOk;
+  }
+
+  RecipeRunOptions ro;
+  ro.results_dir = o.results_dir.empty() ? default_results_dir(recipe.name) : o.results_dir;
+  ro.price_per_node_hour = o.price;
+  ro.nodes = o.nodes;
+  Progress progress(o.out.format != "json");
+  ro.progress = [&](size_t done, size_t total, const std::string& what) { progress.update(done, total, what); };
+  const std::string exe = self_executable();
+  const RecipeRun run = run_recipe(recipe, runs, ro, [&](const std::vector<std::string>& args, const std::string& log) {
+    return run_process(exe, args, log);
+  });
+  progress.finish();
+
+  const Results res = recipe_run_results(run, recipe, o.sets, make_manifest(settings_from(g)));
+  const std::string summary = (fs::path(ro.results_dir) / "run.json").string();
+  write_results(summary, res);
+  const bool require_valid = o.require_valid || recipe.require_valid;
+  emit_text(format_recipe_run(run, recipe, require_valid) + fmt::format("summary: {}\n", summary), to_json(res),
+            o.out);
+  return run.passed && (run.valid || !require_valid) ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+Command register_run(CLI::App& app, const GlobalOptions& g) {
+  auto* cmd = app.add_subcommand(
+      "run", "Run a recipe: its entries over their grids and seeds, results with manifests, VALID/INVALID per run, "
+             "PASS/FAIL per criterion (exit 1 on FAIL)");
+  auto o = std::make_shared<RunOpts>();
+  cmd->add_option("recipe", o->recipe, "A recipe file, or a shipped recipe's name (quickstart, mnist-lenet-tta, ...)");
+  cmd->add_flag("--list", o->list, "List the shipped recipes");
+  cmd->add_option("--set", o->sets,
+                  "[ENTRY.]KEY=VALUE: a new value for a mutable option (one value for a grid option); repeatable");
+  cmd->add_option("--results-dir", o->results_dir, "Where the result files go (default: results/RECIPE-UTCSTAMP)");
+  cmd->add_flag("--require-valid", o->require_valid, "INVALID runs fail the recipe too");
+  cmd->add_flag("--dry-run", o->dry_run, "Print the d5 command of every run and stop");
+  cmd->add_option("--price-per-node-hour", o->price, "Price of one node for an hour: prints the cost of each run")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--nodes", o->nodes, "Nodes the cost is charged for")->check(CLI::PositiveNumber)->default_val(1);
+  add_output_options(*cmd, o->out);
+  return {cmd, [o, &g] { return run_recipe_command(*o, g); }};
+}
+
+}  // namespace d5::cli
