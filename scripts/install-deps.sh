@@ -23,6 +23,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # test-data generation only (ONNX conformance cases, exported networks)
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
+  # the test that renders `d5 report`'s page headless
+  chromium
 )
 
 missing=()
@@ -32,8 +34,13 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
+# The report's plotting bundles come from the npm registry (scripts/install-vega.sh), after the
+# Debian packages (it may need Debian's npm).
+install_vega() { bash "$(dirname "$0")/install-vega.sh"; }
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
+  install_vega
   exit 0
 fi
 
@@ -50,3 +57,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 echo "install-deps: done"
+install_vega

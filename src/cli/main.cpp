@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
                                          register_peak(app, global), register_models(app, global),
                                          register_net(app, global), register_data(app, global),
                                          register_divergence(app, global), register_train(app, global),
-                                         register_compare(app, global), register_run(app, global)};
+                                         register_compare(app, global), register_run(app, global),
+                                         register_report(app, global)};
 
   try {
     app.parse(argc, argv);

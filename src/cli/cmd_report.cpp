@@ -1,0 +1,43 @@
+// d5 report: result files of any d5 command as one self-contained HTML page with interactive
+// Vega-Lite plots (docs/report.md).
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli_common.h"
+#include "deep500/atomic_file.h"
+#include "deep500/report.h"
+
+namespace d5::cli {
+
+Command register_report(CLI::App& app, const GlobalOptions&) {
+  auto* cmd = app.add_subcommand("report", "One self-contained HTML page with interactive plots of result files");
+  struct Opts {
+    std::vector<std::string> inputs;
+    std::string output, title = "deep500 report", vega_dir;
+  };
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("RESULTS", o->inputs, "Result files (--format json -o FILE of any d5 command) or directories of them")
+      ->required();
+  cmd->add_option("-o,--output", o->output, "The HTML file to write")->required();
+  cmd->add_option("--title", o->title, "The page's title");
+  cmd->add_option("--vega-dir", o->vega_dir,
+                  "node_modules directory with vega, vega-lite and vega-embed (default: $D5_VEGA_DIR, else the one "
+                  "scripts/install-vega.sh installs)");
+  return {cmd, [o] {
+            // The bundles first: without them no page is written at all.
+            const VegaBundles bundles = load_vega_bundles(o->vega_dir.empty() ? default_vega_dir() : o->vega_dir);
+            const ReportInputs inputs = read_report_inputs(o->inputs);
+            ReportOptions ro;
+            ro.title = o->title;
+            const Report r = render_report(inputs, bundles, ro);
+            atomic_write(o->output, r.html);
+            for (const auto& s : inputs.skipped) std::cerr << fmt::format("d5: skipped '{}': {}\n", s.path, s.reason);
+            std::cout << fmt::format("wrote {} ({:.1f} MB): {} input file(s), {} plot(s) in {} section(s)\n", o->output,
+                                     static_cast<double>(r.html.size()) / 1e6, inputs.inputs.size(), r.plots,
+                                     r.sections.size());
+            return kExitOk;
+          }};
+}
+
+}  // namespace d5::cli

@@ -1,0 +1,44 @@
+#pragma once
+// The report's sections, one per kind of data; each adds itself to the page only when its data is
+// present in the inputs. Internal to d5_report.
+#include <string>
+#include <vector>
+
+#include "deep500/report.h"
+#include "page.h"
+
+namespace d5::report {
+
+// One case of one input file.
+struct CaseRef {
+  const ReportInput* input;
+  const CaseResult* c;
+};
+std::vector<CaseRef> all_cases(const ReportInputs& in);
+const MetricRecord* find_metric(const CaseResult& c, const std::string& name);
+// The case's primary metric (its first) when it is a time in seconds with samples.
+const MetricRecord* primary_time(const CaseResult& c);
+// The backend, and the file's name too where another input has a case of the same name and
+// backend: what a plot's colour tells apart.
+std::string series_of(const CaseRef& r, const ReportInputs& in);
+// A colour encoding of field "series" with every series of the inputs in its domain, so that a
+// backend keeps its colour from plot to plot.
+nlohmann::json series_color(const ReportInputs& in);
+// What a case measured apart from the backend: its name, or for a network's cases (named
+// NETWORK/BACKEND) the network and batch.
+std::string problem_of(const CaseResult& c);
+// A Vega-Lite spec's common top: width, height, and the data.
+nlohmann::json base_spec(nlohmann::json values, int width = 640, int height = 320);
+
+void add_overview(const ReportInputs& in, Page& page);
+void add_time_distributions(const ReportInputs& in, Page& page);  // violin/box per level
+void add_throughput(const ReportInputs& in, Page& page);          // GFLOP/s against problem size
+void add_breakdown(const ReportInputs& in, Page& page);           // per-op-type bars
+void add_convergence(const ReportInputs& in, Page& page);         // accuracy, loss
+void add_divergence(const ReportInputs& in, Page& page);          // optimizer trajectories
+void add_heatmaps(const ReportInputs& in, Page& page);            // forward differences
+void add_scaling(const ReportInputs& in, Page& page);             // Level 3: ranks, volume
+void add_case_tables(const ReportInputs& in, Page& page);         // every case and metric with CIs
+void add_manifests(const ReportInputs& in, Page& page);
+
+}  // namespace d5::report
