@@ -78,8 +78,9 @@ std::string format_breakdown(const Breakdown& b, size_t max_rows = 20);
 
 // FrameworkOverhead = executor time / sum of the times of the same nodes' operators run
 // individually. Each round runs the executor once, then every operator the executor ran once
-// (fresh operators, created from the node's spec on `op_backends`, fed the values the executor
-// fed it: inputs for forward, upstream gradients for backward), and yields one ratio; the runner
+// (fresh operators: an OperatorExecutor's create_operator_like, else created from the node's spec
+// on `op_backends`; fed the values the executor fed it: inputs for forward, upstream gradients
+// for backward), and yields one ratio; the runner
 // repeats rounds until the median ratio's CI is tight. loss "" measures inference, else a
 // training step (forward and backward on both sides).
 struct FrameworkOverhead {

@@ -147,6 +147,36 @@ TEST_F(OnednnExecutor, TrainingStepsExchangePlainTensors) {
   EXPECT_EQ(r.state, CaseState::Passed) << r.detail;
 }
 
+// An operator with no variant of its own (MatMul) still takes a oneDNN layout: it reorders the
+// input to plain itself, and computes what it computes on plain tensors.
+TEST_F(OnednnExecutor, AnOperatorWithoutVariantReordersToPlain) {
+  using dnnl::memory;
+  const Shape xs{2, 16, 4, 4};
+  OpSpec spec;
+  spec.type = "MatMul";
+  spec.inputs = {TensorDesc{DType::f32, xs}, TensorDesc{DType::f32, Shape{4, 3}}};
+  auto op = OpRegistry::global().create(spec, "onednn");
+  const std::vector<Tensor> in = {random_tensor(spec.inputs[0], "a"), random_tensor(spec.inputs[1], "b")};
+  const auto expected = op->run_forward(in);
+
+  const memory::desc blocked({2, 16, 4, 4}, memory::data_type::f32, memory::format_tag::aBcd16b);
+  const BackendLayout l = onednn::backend_layout(blocked);
+  EXPECT_EQ(l.name, "aBcd16b");
+  Tensor x_blocked(l.storage());
+  memory from(onednn::plain(blocked.dims()), onednn::engine(), const_cast<void*>(in[0].data()));
+  memory to(blocked, onednn::engine(), x_blocked.data());
+  dnnl::reorder(from, to).execute(onednn::stream(), from, to);
+
+  const auto* nl = dynamic_cast<const NativeLayoutOperator*>(op.get());
+  ASSERT_NE(nl, nullptr);
+  auto v = nl->with_layouts({l, std::nullopt}, {true});
+  EXPECT_FALSE(dynamic_cast<const NativeLayoutOperator&>(*v).output_layout(0));  // plain output
+  EXPECT_EQ(dynamic_cast<const NativeLayoutOperator&>(*v).reorders().inputs, 1);
+  const auto got = v->run_forward(std::vector<Tensor>{x_blocked, in[1]});
+  ASSERT_EQ(got[0].desc(), expected[0].desc());
+  for (int64_t i = 0; i < got[0].numel(); ++i) ASSERT_EQ(got[0].get(i), expected[0].get(i)) << i;
+}
+
 // Records which input gradients each node's backward was given.
 struct GradientsGiven : ExecutorEvent {
   std::map<std::string, std::vector<bool>> given;
