@@ -68,6 +68,7 @@ Command register_models(CLI::App& app, const GlobalOptions& g);
 Command register_data(CLI::App& app, const GlobalOptions& g);
 Command register_divergence(CLI::App& app, const GlobalOptions& g);
 Command register_train(CLI::App& app, const GlobalOptions& g);
+Command register_scaling(CLI::App& app, const GlobalOptions& g);
 // `d5 ops bench`: adds its Command to `subcommands`, which `d5 ops` dispatches to.
 void register_ops_bench(CLI::App& ops, const GlobalOptions& g, std::vector<Command>& subcommands);
 

@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
                                          register_ops(app, global), register_onnx_test(app, global),
                                          register_peak(app, global), register_models(app, global),
                                          register_net(app, global), register_data(app, global),
-                                         register_divergence(app, global), register_train(app, global)};
+                                         register_divergence(app, global), register_train(app, global),
+                                         register_scaling(app, global)};
 
   try {
     app.parse(argc, argv);
