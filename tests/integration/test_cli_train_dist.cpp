@@ -128,6 +128,18 @@ TEST_F(CliTrainDist, SeveralRanksWithoutASchemeAreRefused) {
   EXPECT_NE(t.err.find("--time-limit"), std::string::npos) << t.err;
 }
 
+// Only rank 0 writes the checkpoint, so an unwritable path fails rank 0 alone while rank 1 waits
+// in the gathering of metrics: d5 must end it (MPI_Abort), keep the error's exit code and name
+// the rank.
+TEST_F(CliTrainDist, AnErrorOnOneRankEndsEveryRank) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = mpirun(2, train_args(8, 3, {"--dist", "dsgd", "--checkpoint", path("no-such-dir/ck")}));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 4) << r.err;  // IoError
+  EXPECT_NE(r.err.find("d5: rank 0 error: cannot write"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ending every rank"), std::string::npos) << r.err;
+}
+
 // d5 scaling launches the runs itself and derives speedup and efficiency from their times.
 TEST_F(CliTrainDist, ScalingLaunchesEveryRankCountAndComputesEfficiency) {
   const auto r = run_d5({"--threads", "1", "scaling", "--ranks", "1,2", "--mode", "weak", "--batch", "8", "--csv",
