@@ -42,8 +42,8 @@ double timed(F&& f) {
 }
 
 std::vector<int64_t> deepbench_sizes(int64_t max_floats) {
-  std::ifstream in(D5_SOURCE_DIR "/suites/deepbench/allreduce.csv");
-  D5_CHECK(in.good(), IoError, "cannot read {}/suites/deepbench/allreduce.csv", D5_SOURCE_DIR);
+  std::ifstream in(D5_SOURCE_DIR "/suites/deepbench/collectives/allreduce.csv");
+  D5_CHECK(in.good(), IoError, "cannot read {}/suites/deepbench/collectives/allreduce.csv", D5_SOURCE_DIR);
   std::vector<int64_t> out;
   std::string line;
   std::getline(in, line);  // header
