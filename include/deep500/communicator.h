@@ -31,10 +31,14 @@ class CommRequest {
  public:
   virtual ~CommRequest() = default;
   void wait();
+  // Advances the operation (MPI progresses nonblocking collectives only inside its calls) and
+  // says whether it completed; a completed request needs no wait().
+  bool test();
   bool done() const { return done_; }
 
  protected:
   virtual void do_wait() = 0;
+  virtual bool do_test() { return false; }
   void attach(CommunicationVolume* volume) { volume_ = volume; }
   friend class Communicator;
 

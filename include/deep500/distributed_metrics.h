@@ -14,6 +14,7 @@
 namespace d5 {
 
 // {"rank", "steps", "step_time_s" (sum), "compute_s", "communication_s", "data_time_s",
+//  "training_time_s", "epochs_completed", "epoch_time_s",
 //  "bytes_per_step" (collective payload + point-to-point sent, per step), "volume" (to_json())}.
 nlohmann::json rank_metrics(const Communicator& comm, const DistributedOptimizer& optimizer,
                             const TrainingResult& result);

@@ -10,12 +10,14 @@
 
 #include "deep500/distributed_optimizer.h"
 #include "deep500/gradient_buckets.h"
+#include "deep500/gradient_overlap.h"
 
 namespace d5 {
 
 struct DistributedOptions {
   std::string scheme = "dsgd";
   double bucket_mb = 25;      // dsgd: fusion threshold in MiB; 0: one allreduce per tensor
+  bool overlap = true;        // dsgd: start buckets during backprop (gradient_overlap.h)
   int64_t staleness = 0;      // ssgd: updates may use gradients up to this many steps old
   int64_t average_every = 1;  // mavg: local steps between parameter averages
   double topk = 0.01;         // sparse: fraction of gradient elements each rank sends, in (0, 1]
@@ -23,18 +25,26 @@ struct DistributedOptions {
 };
 
 // DSGD: the mean of all ranks' gradients by bucketed allreduce, then the wrapped update on every
-// rank. Works with any optimizer that calls the gradient hook.
+// rank. Works with any optimizer that calls the gradient hook. With overlap, buckets start during
+// backprop as their gradients become ready (OverlappedAllreduce); without, after it.
 class ConsistentDecentralized : public DistributedOptimizer {
  public:
-  ConsistentDecentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, double bucket_mb);
+  ConsistentDecentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, double bucket_mb,
+                          bool overlap = true);
+  ~ConsistentDecentralized() override;
   std::string scheme() const override { return "dsgd"; }
   const TensorBuckets& buckets() const { return buckets_; }
+  // The overlap event of the executor last stepped with; null without overlap.
+  const OverlappedAllreduce* overlap() const { return overlap_.get(); }
 
  protected:
   TensorMap distributed_step(GraphExecutor& executor, const TensorMap& feeds, const std::string& loss) override;
 
  private:
   TensorBuckets buckets_;
+  bool overlap_enabled_;
+  std::shared_ptr<OverlappedAllreduce> overlap_;
+  const GraphExecutor* overlap_executor_ = nullptr;
 };
 
 // Synchronous parameter server: gradients gathered at the root, averaged and applied there by the

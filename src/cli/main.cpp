@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
                                          register_net(app, global), register_data(app, global),
                                          register_divergence(app, global), register_train(app, global),
                                          register_compare(app, global), register_run(app, global),
-                                         register_report(app, global)};
+                                         register_report(app, global), register_scaling(app, global)};
 
   try {
     app.parse(argc, argv);

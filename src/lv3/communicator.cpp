@@ -44,6 +44,11 @@ class MeanRequest : public CommRequest {
     sum_->wait();
     divide_in_place(data_, count_, dtype_, ranks_);
   }
+  bool do_test() override {
+    if (!sum_->test()) return false;
+    divide_in_place(data_, count_, dtype_, ranks_);
+    return true;
+  }
 
  private:
   CommRequestPtr sum_;
@@ -61,6 +66,14 @@ void CommRequest::wait() {
   do_wait();
   done_ = true;
   if (volume_ != nullptr) volume_->add_time(seconds_since(t0));
+}
+
+bool CommRequest::test() {
+  if (done_) return true;
+  const auto t0 = std::chrono::steady_clock::now();
+  done_ = do_test();
+  if (volume_ != nullptr) volume_->add_time(seconds_since(t0));
+  return done_;
 }
 
 void wait_all(std::vector<CommRequestPtr>& requests) {

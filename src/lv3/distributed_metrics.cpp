@@ -27,6 +27,12 @@ nlohmann::json rank_metrics(const Communicator& comm, const DistributedOptimizer
           {"compute_s", step - communication},
           {"communication_s", communication},
           {"data_time_s", data},
+          {"training_time_s", result.training_time_s},
+          {"epochs_completed", result.epochs_completed},
+          // Epochs this run completed, over its training time (0 when none completed).
+          {"epoch_time_s", result.epochs_completed > 0
+                               ? result.training_time_s / static_cast<double>(result.epochs_completed)
+                               : 0.0},
           {"bytes_per_step", steps > 0 ? static_cast<double>(bytes) / static_cast<double>(steps) : 0.0},
           {"volume", v.to_json()}};
 }

@@ -13,18 +13,33 @@
 namespace d5 {
 
 ConsistentDecentralized::ConsistentDecentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm,
-                                                 double bucket_mb)
+                                                 double bucket_mb, bool overlap)
     : DistributedOptimizer(std::move(inner), std::move(comm)),
-      buckets_(static_cast<int64_t>(std::llround(bucket_mb * (1 << 20)))) {
+      buckets_(static_cast<int64_t>(std::llround(bucket_mb * (1 << 20)))),
+      overlap_enabled_(overlap) {
   D5_CHECK_ARG(bucket_mb >= 0 && std::isfinite(bucket_mb), "--bucket-mb must be >= 0, not {}", bucket_mb);
   set_hook([this](Network& n) {
+    if (overlap_) {
+      overlap_->complete(n);
+      return;
+    }
     std::vector<Tensor> grads = gradient_tensors(n);
     buckets_.allreduce(*comm_, grads, ReduceOp::mean);
   });
 }
 
+ConsistentDecentralized::~ConsistentDecentralized() {
+  if (overlap_) overlap_->detach();
+}
+
 TensorMap ConsistentDecentralized::distributed_step(GraphExecutor& executor, const TensorMap& feeds,
                                                     const std::string& loss) {
+  if (overlap_enabled_ && overlap_executor_ != &executor) {
+    if (overlap_) overlap_->detach();
+    overlap_ = std::make_shared<OverlappedAllreduce>(comm_, executor.network(), buckets_.bucket_bytes());
+    executor.add_event(overlap_);
+    overlap_executor_ = &executor;
+  }
   return inner_step_with_hook(executor, feeds, loss);
 }
 
@@ -252,7 +267,8 @@ std::vector<std::pair<std::string, std::string>> distributed_scheme_names() {
 std::unique_ptr<DistributedOptimizer> make_distributed_optimizer(const DistributedOptions& o,
                                                                  std::unique_ptr<Optimizer> inner,
                                                                  std::shared_ptr<Communicator> comm) {
-  if (o.scheme == "dsgd") return std::make_unique<ConsistentDecentralized>(std::move(inner), comm, o.bucket_mb);
+  if (o.scheme == "dsgd")
+    return std::make_unique<ConsistentDecentralized>(std::move(inner), comm, o.bucket_mb, o.overlap);
   if (o.scheme == "pssgd") return std::make_unique<ConsistentCentralized>(std::move(inner), comm, o.root);
   if (o.scheme == "asgd") return std::make_unique<InconsistentCentralized>(std::move(inner), comm);
   if (o.scheme == "ssgd") return std::make_unique<StaleSynchronous>(std::move(inner), comm, o.staleness);

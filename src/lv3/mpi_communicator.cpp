@@ -73,6 +73,11 @@ class MpiRequest : public CommRequest {
 
  protected:
   void do_wait() override { check(MPI_Wait(&request_, MPI_STATUS_IGNORE), call_, rank_); }
+  bool do_test() override {
+    int flag = 0;
+    check(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE), call_, rank_);
+    return flag != 0;
+  }
 
  private:
   MPI_Request request_ = MPI_REQUEST_NULL;

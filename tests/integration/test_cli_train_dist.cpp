@@ -128,6 +128,48 @@ TEST_F(CliTrainDist, SeveralRanksWithoutASchemeAreRefused) {
   EXPECT_NE(t.err.find("--time-limit"), std::string::npos) << t.err;
 }
 
+// Only rank 0 writes the checkpoint, so an unwritable path fails rank 0 alone while rank 1 waits
+// in the gathering of metrics: d5 must end it (MPI_Abort), keep the error's exit code and name
+// the rank.
+TEST_F(CliTrainDist, AnErrorOnOneRankEndsEveryRank) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = mpirun(2, train_args(8, 3, {"--dist", "dsgd", "--checkpoint", path("no-such-dir/ck")}));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  EXPECT_EQ(r.exit_code, 4) << r.err;  // IoError
+  EXPECT_NE(r.err.find("d5: rank 0 error: cannot write"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ending every rank"), std::string::npos) << r.err;
+}
+
+// d5 scaling launches the runs itself and derives speedup and efficiency from their times.
+TEST_F(CliTrainDist, ScalingLaunchesEveryRankCountAndComputesEfficiency) {
+  const auto r = run_d5({"--threads", "1", "scaling", "--ranks", "1,2", "--mode", "weak", "--batch", "8", "--csv",
+                         path("s.csv"), "--format", "json", "-o", path("s.json"), "--", "--model", "mlp", "--dataset",
+                         "synthetic-learnable", "--set", "shape=16", "--set", "classes=4", "--set", "samples=256",
+                         "--steps", "6", "--no-test", "--prefetch", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto j = nlohmann::json::parse(read_file(path("s.json")));
+  ASSERT_EQ(j["cases"].size(), 2u);
+  const auto& one = j["cases"][0];
+  const auto& two = j["cases"][1];
+  EXPECT_EQ(one["params"]["ranks"], 1);
+  EXPECT_EQ(two["params"]["ranks"], 2);
+  EXPECT_EQ(two["params"]["per_rank_batch"], 8);
+  EXPECT_EQ(two["params"]["global_batch"], 16);
+  const double t1 = one["extra"]["time_s"], t2 = two["extra"]["time_s"];
+  ASSERT_GT(t1, 0);
+  ASSERT_GT(t2, 0);
+  // Weak scaling: twice the work; speedup is the throughput ratio, efficiency t1 / t2.
+  EXPECT_NEAR(two["extra"]["speedup"].get<double>(), 2 * t1 / t2, 1e-9);
+  EXPECT_NEAR(two["extra"]["efficiency"].get<double>(), t1 / t2, 1e-9);
+  EXPECT_EQ(two["extra"]["distributed"]["ranks"].size(), 2u);
+  EXPECT_GT(two["extra"]["bytes_per_rank_per_step"].get<double>(), 0);
+  EXPECT_EQ(count_lines(read_file(path("s.csv"))), 3);
+  // Strong scaling refuses a batch the ranks do not divide.
+  const auto bad = run_d5({"scaling", "--ranks", "1,3", "--batch", "8", "--", "--model", "mlp", "--dataset",
+                           "synthetic", "--steps", "1"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+}
+
 // The pid of the d5 process that is rank `rank` of a run whose environment holds `marker`, or 0.
 pid_t find_rank(const std::string& marker, int rank) {
   const std::string ompi = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank), pmi = "PMI_RANK=" + std::to_string(rank);

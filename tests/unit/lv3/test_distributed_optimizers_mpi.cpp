@@ -155,6 +155,23 @@ TEST_F(DistributedOptimizerTest, DsgdPerTensorAndWithMomentum) {
   expect_close(distributed(o, "momentum", m), one_process("momentum", m), "dsgd momentum");
 }
 
+// Per-tensor buckets on the reference executor: from the second step on, every gradient's
+// allreduce starts inside the backward pass, the last one's (the first layer) included.
+TEST_F(DistributedOptimizerTest, DsgdStartsAllreducesDuringBackprop) {
+  DistributedOptions o;
+  o.bucket_mb = 0;
+  const auto with_overlap = distributed(o, "sgd", kSgd);
+  const auto* d = dynamic_cast<const ConsistentDecentralized*>(dist.get());
+  ASSERT_NE(d, nullptr);
+  ASSERT_NE(d->overlap(), nullptr);
+  EXPECT_EQ(d->overlap()->planned_buckets(), parameter_tensors(*net).size());
+  EXPECT_EQ(d->overlap()->started_during_backprop(), d->overlap()->planned_buckets());
+  o.overlap = false;
+  const auto without = distributed(o, "sgd", kSgd);
+  EXPECT_EQ(dynamic_cast<const ConsistentDecentralized*>(dist.get())->overlap(), nullptr);
+  EXPECT_EQ(with_overlap, without) << "the same sums, started earlier";
+}
+
 TEST_F(DistributedOptimizerTest, DsgdCountsTheGradientBytesPerStep) {
   DistributedOptions o;
   o.bucket_mb = 0;
