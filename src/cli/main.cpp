@@ -4,6 +4,7 @@
 #include "cli_common.h"
 #include "deep500/backend.h"
 #include "deep500/build_info.h"
+#include "deep500/determinism.h"
 #include "deep500/error.h"
 #include "deep500/manifest.h"
 #include "deep500/threads.h"
@@ -46,13 +47,15 @@ int main(int argc, char** argv) {
                                          register_peak(app, global), register_models(app, global),
                                          register_net(app, global), register_data(app, global),
                                          register_divergence(app, global), register_train(app, global),
-                                         register_compare(app, global), register_run(app, global)};
+                                         register_compare(app, global), register_run(app, global),
+                                         register_rerun(app, global)};
 
   try {
     app.parse(argc, argv);
     // Backends first, so that --threads reaches every library that has a pool.
     d5::register_builtin_backends();
     d5::set_num_threads(global.threads);
+    d5::set_deterministic(global.deterministic);
     for (const auto& c : commands)
       if (c.app->parsed()) return c.run();
     return kExitUsage;
