@@ -156,7 +156,9 @@ int run_rerun(const RerunOpts& o, const GlobalOptions& g) {
   OutputCheck outputs;
   check_outputs(before, after, outputs);
   const std::string old_rev = manifest.value("git_revision", "");
-  const bool same_build = old_rev == build_info().git_revision && !manifest.value("git_dirty", false);
+  // A modified tree's revision does not pin the build down; say so rather than claim a match.
+  const bool old_dirty = manifest.value("git_dirty", false);
+  const bool same_build = old_rev == build_info().git_revision && !old_dirty && !build_info().git_dirty;
   const bool times_agree = cmp.count(Verdict::Faster) == 0 && cmp.count(Verdict::Slower) == 0;
   const bool outputs_agree = !deterministic || outputs.differences.empty();
   const bool reproduced = times_agree && outputs_agree;
@@ -165,9 +167,11 @@ int run_rerun(const RerunOpts& o, const GlobalOptions& g) {
   text += fmt::format("outputs: {} of {} case(s) bitwise identical (loss, accuracies, steps){}\n", outputs.identical,
                       outputs.cases, deterministic ? "" : "; the original was not --deterministic");
   for (const auto& d : outputs.differences) text += "    " + d + "\n";
-  if (!same_build)
-    text += fmt::format("note: the original ran on build {}{}, this is {}\n", old_rev.substr(0, 12),
-                        manifest.value("git_dirty", false) ? "+dirty" : "", build_info().git_revision.substr(0, 12));
+  if (old_rev != build_info().git_revision)
+    text += fmt::format("note: the original ran on build {}, this is {}\n", old_rev.substr(0, 12),
+                        build_info().git_revision.substr(0, 12));
+  else if (!same_build)
+    text += fmt::format("note: build {} from a modified tree; the two builds may differ\n", old_rev.substr(0, 12));
   text += fmt::format("{}: {} (rerun in {})\n", o.result, reproduced ? "REPRODUCED" : "NOT REPRODUCED", where);
   json j = {{"schema", "deep500.rerun"},
             {"schema_version", 1},

@@ -123,6 +123,8 @@ std::string self_executable() {
 ExecutedRecipe execute_recipe(const Recipe& recipe, const std::vector<std::string>& sets, const GlobalOptions& g,
                               RecipeRunOptions options, bool show_progress) {
   const std::vector<PlannedRun> runs = plan_with_globals(recipe, sets, g);
+  std::string no_energy;
+  options.energy_domains = rapl_domains(&no_energy);
   Progress progress(show_progress);
   options.progress = [&](size_t done, size_t total, const std::string& what) { progress.update(done, total, what); };
   const std::string exe = self_executable();
@@ -132,6 +134,8 @@ ExecutedRecipe execute_recipe(const Recipe& recipe, const std::vector<std::strin
   });
   progress.finish();
   out.summary = recipe_run_results(out.run, recipe, sets, make_manifest(settings_from(g)));
+  out.summary.manifest["extra"]["run"]["energy"] =
+      options.energy_domains.empty() ? "unavailable: " + no_energy : "RAPL package domains around each run";
   out.summary_path = (fs::path(options.results_dir) / "run.json").string();
   write_results(out.summary_path, out.summary);
   return out;
