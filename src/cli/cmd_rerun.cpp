@@ -113,7 +113,7 @@ Results gather(const Results& summary, const std::string& dir) {
 
 std::string default_into(const std::string& result, bool recipe) {
   const fs::path p(result);
-  if (recipe) return (p.parent_path().empty() ? fs::path(".") : p.parent_path()).string() + "-rerun";
+  if (recipe) return fs::absolute(p).parent_path().string() + "-rerun";
   return (p.parent_path() / (p.stem().string() + ".rerun.json")).string();
 }
 
