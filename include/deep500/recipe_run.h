@@ -75,6 +75,11 @@ void judge_run(const Recipe& recipe, const std::string& results_dir, RunRecord& 
 // recipe (name, text, division, overrides) under manifest.extra.recipe.
 Results recipe_run_results(const RecipeRun& run, const Recipe& recipe, const std::vector<std::string>& overrides,
                            nlohmann::json manifest);
+// Whether `r` is a recipe run's run.json, and the cases of its runs' result files (in `dir`),
+// each named "RUN-ID: case" so that runs stay apart; runs without a result file are left out.
+bool is_recipe_run(const Results& r);
+Results recipe_run_cases(const Results& summary, const std::string& dir);
+
 std::string format_recipe_run(const RecipeRun& run, const Recipe& recipe, bool require_valid);
 
 }  // namespace d5

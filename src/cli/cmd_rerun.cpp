@@ -96,21 +96,6 @@ std::vector<std::string> rerun_args(const json& manifest, const std::string& pat
   return args;
 }
 
-// Cases of a recipe run's per-run files, named "run-id: case" so that runs stay apart.
-Results gather(const Results& summary, const std::string& dir) {
-  Results all;
-  all.manifest = summary.manifest;
-  for (const auto& c : summary.cases) {
-    const std::string file = (fs::path(dir) / c.extra.value("result_file", "")).string();
-    if (!fs::exists(file)) continue;
-    for (auto rc : read_results(file).cases) {
-      rc.name = c.extra.value("id", c.name) + ": " + rc.name;
-      all.cases.push_back(std::move(rc));
-    }
-  }
-  return all;
-}
-
 std::string default_into(const std::string& result, bool recipe) {
   const fs::path p(result);
   if (recipe) return fs::absolute(p).parent_path().string() + "-rerun";
@@ -120,7 +105,7 @@ std::string default_into(const std::string& result, bool recipe) {
 int run_rerun(const RerunOpts& o, const GlobalOptions& g) {
   const Results old = read_results(o.result);
   const json& manifest = old.manifest;
-  const bool recipe_run = manifest.contains("extra") && manifest["extra"].contains("recipe");
+  const bool recipe_run = is_recipe_run(old);
   const std::string into = o.into.empty() ? default_into(o.result, recipe_run) : o.into;
   const bool deterministic = manifest.value("deterministic", false);
 
@@ -137,8 +122,8 @@ int run_rerun(const RerunOpts& o, const GlobalOptions& g) {
     ro.results_dir = into;
     const ExecutedRecipe done =
         execute_recipe(recipe, r.value("overrides", std::vector<std::string>{}), rg, ro, o.out.format != "json");
-    before = gather(old, fs::path(o.result).parent_path().string());
-    after = gather(done.summary, into);
+    before = recipe_run_cases(old, fs::path(o.result).parent_path().string());
+    after = recipe_run_cases(done.summary, into);
     where = done.summary_path;
   } else {
     std::vector<std::string> args = rerun_args(manifest, o.result);

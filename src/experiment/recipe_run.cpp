@@ -224,6 +224,24 @@ Results recipe_run_results(const RecipeRun& run, const Recipe& recipe, const std
   return res;
 }
 
+bool is_recipe_run(const Results& r) {
+  return r.manifest.contains("extra") && r.manifest["extra"].is_object() && r.manifest["extra"].contains("recipe");
+}
+
+Results recipe_run_cases(const Results& summary, const std::string& dir) {
+  Results all;
+  all.manifest = summary.manifest;
+  for (const auto& c : summary.cases) {
+    const std::string file = (fs::path(dir) / c.extra.value("result_file", "")).string();
+    if (!c.extra.contains("result_file") || !fs::exists(file)) continue;
+    for (auto rc : read_results(file).cases) {
+      rc.name = c.extra.value("id", c.name) + ": " + rc.name;
+      all.cases.push_back(std::move(rc));
+    }
+  }
+  return all;
+}
+
 std::string format_recipe_run(const RecipeRun& run, const Recipe& recipe, bool require_valid) {
   std::ostringstream s;
   s << fmt::format("recipe {} ({} division): {} run(s), results in {}\n", recipe.name, to_string(recipe.division),
