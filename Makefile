@@ -25,6 +25,7 @@ test: deps
 	$(MAKE) build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
+# The quickstart recipe, then its HTML report (scripts/run-default-suite.sh, docs/run.md).
 run: deps
 	$(MAKE) build
 	bash scripts/run-default-suite.sh $(BUILD_DIR)

@@ -32,6 +32,7 @@ struct NetBenchOptions {
   uint64_t seed = 0x5eed;  // synthetic feeds
   int64_t workspace_limit = -1;  // per-operator scratch memory for the executors (bytes); -1: none
   std::map<std::string, std::string> pins = {};  // ExecutorOptions::pins
+  bool deterministic = false;                    // ExecutorOptions::deterministic
 };
 
 // One case per executor named "<network>/<backend>". Executors that are not registered are

@@ -4,12 +4,14 @@
 // file with its manifest; then each run is judged VALID or INVALID and each criterion PASS or
 // FAIL, and the whole is summarized in run.json (docs/run.md).
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "deep500/criteria.h"
+#include "deep500/energy.h"
 #include "deep500/recipe.h"
 #include "deep500/results.h"
 
@@ -30,6 +32,9 @@ struct RecipeRunOptions {
   std::string results_dir;         // created if missing
   double price_per_node_hour = 0;  // > 0: a cost per run and in total
   int nodes = 1;
+  // RAPL domains to read around every run (energy.h); empty: energy is not measured. The package
+  // counters count the whole socket, so other work on the machine is in the figure too.
+  std::vector<RaplDomain> energy_domains;
   // Told before each run (done runs so far, all runs, what starts); may be empty.
   std::function<void(size_t, size_t, const std::string&)> progress;
 };
@@ -45,6 +50,9 @@ struct RunRecord {
   std::vector<CriterionResult> criteria;  // the entry's, then the implicit no-failed-cases one
   bool passed = false;
   double cost = 0;
+  int64_t samples = 0;                    // training samples processed (cases' extra.samples)
+  std::optional<double> energy_j;         // package energy over the run, where RAPL is readable
+  std::optional<double> energy_per_sample_j;
 };
 
 struct RecipeRun {
@@ -67,6 +75,11 @@ void judge_run(const Recipe& recipe, const std::string& results_dir, RunRecord& 
 // recipe (name, text, division, overrides) under manifest.extra.recipe.
 Results recipe_run_results(const RecipeRun& run, const Recipe& recipe, const std::vector<std::string>& overrides,
                            nlohmann::json manifest);
+// Whether `r` is a recipe run's run.json, and the cases of its runs' result files (in `dir`),
+// each named "RUN-ID: case" so that runs stay apart; runs without a result file are left out.
+bool is_recipe_run(const Results& r);
+Results recipe_run_cases(const Results& summary, const std::string& dir);
+
 std::string format_recipe_run(const RecipeRun& run, const Recipe& recipe, bool require_valid);
 
 }  // namespace d5

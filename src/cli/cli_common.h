@@ -72,6 +72,7 @@ Command register_train(CLI::App& app, const GlobalOptions& g);
 Command register_compare(CLI::App& app, const GlobalOptions& g);
 Command register_run(CLI::App& app, const GlobalOptions& g);
 Command register_report(CLI::App& app, const GlobalOptions& g);
+Command register_rerun(CLI::App& app, const GlobalOptions& g);
 Command register_scaling(CLI::App& app, const GlobalOptions& g);
 // `d5 ops bench`: adds its Command to `subcommands`, which `d5 ops` dispatches to.
 void register_ops_bench(CLI::App& ops, const GlobalOptions& g, std::vector<Command>& subcommands);

@@ -1,6 +1,9 @@
 // d5 compare: two result files case by case; a regression gate for CI (exit 1 on SLOWER).
+#include <filesystem>
+
 #include "cli_common.h"
 #include "deep500/compare.h"
+#include "deep500/recipe_run.h"
 
 namespace d5::cli {
 
@@ -16,7 +19,12 @@ struct CompareOpts {
 int run_compare(CompareOpts o) {
   if (o.lower_better) o.cmp.direction = Direction::LowerIsBetter;
   if (o.higher_better) o.cmp.direction = Direction::HigherIsBetter;
-  const Comparison c = compare_results(read_results(o.baseline), read_results(o.candidate), o.cmp);
+  // Two recipe runs (run.json) compare run by run, through the result files beside them.
+  const auto load = [](const std::string& path) {
+    Results r = read_results(path);
+    return is_recipe_run(r) ? recipe_run_cases(r, std::filesystem::path(path).parent_path().string()) : r;
+  };
+  const Comparison c = compare_results(load(o.baseline), load(o.candidate), o.cmp);
   nlohmann::json j = to_json(c);
   j["baseline"] = o.baseline;
   j["new"] = o.candidate;
@@ -34,7 +42,7 @@ Command register_compare(CLI::App& app, const GlobalOptions&) {
       "Compare two result files case by case: ratio with its CI, Mann-Whitney p, FASTER/SLOWER/SAME/UNCERTAIN; "
       "exit 1 when a case is SLOWER");
   auto o = std::make_shared<CompareOpts>();
-  cmd->add_option("baseline", o->baseline, "The baseline result file (A.json)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("baseline", o->baseline, "The baseline result file (A.json), or a recipe run's run.json")->required()->check(CLI::ExistingFile);
   cmd->add_option("new", o->candidate, "The new result file (B.json); ratios are new / baseline")
       ->required()
       ->check(CLI::ExistingFile);

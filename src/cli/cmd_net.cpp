@@ -120,6 +120,7 @@ int run_net(const NetOpts& o, const GlobalOptions& g) {
   bo.run.max_seconds = o.max_time;
   bo.run.min_runs = o.min_runs;
   bo.seed = settings.stream("net/feeds").seed();
+  bo.deterministic = settings.deterministic;
 
   // Micro-batches are planned to fit the limit, so the executors then run under it too.
   bo.workspace_limit = o.workspace_limit >= 0 ? o.workspace_limit : o.microbatch_limit;

@@ -13,9 +13,8 @@
 #include "cli_common.h"
 #include "deep500/error.h"
 #include "deep500/manifest.h"
-#include "deep500/recipe.h"
-#include "deep500/recipe_run.h"
 #include "progress.h"
+#include "recipe_cli.h"
 
 namespace d5::cli {
 
@@ -73,18 +72,10 @@ int list_recipes(const OutputOptions& out) {
   return kExitOk;
 }
 
-std::string self_executable() {
-  std::error_code ec;
-  const auto p = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) D5_THROW(IoError, "cannot find the d5 executable through /proc/self/exe: {}", ec.message());
-  return p.string();
-}
 
-int run_recipe_command(const RunOpts& o, const GlobalOptions& g) {
-  if (o.list) return list_recipes(o.out);
-  D5_CHECK_ARG(!o.recipe.empty(), "name a recipe file or a shipped recipe (see 'd5 run --list')");
-  const Recipe recipe = load_recipe(resolve_recipe(o.recipe));
-  std::vector<PlannedRun> runs = plan_runs(recipe, parse_overrides(o.sets), g.seed);
+std::vector<PlannedRun> plan_with_globals(const Recipe& recipe, const std::vector<std::string>& sets,
+                                          const GlobalOptions& g) {
+  std::vector<PlannedRun> runs = plan_runs(recipe, parse_overrides(sets), g.seed);
   // d5's own global options reach every run unless the recipe sets them.
   for (auto& r : runs) {
     std::vector<std::string> globals;
@@ -92,39 +83,63 @@ int run_recipe_command(const RunOpts& o, const GlobalOptions& g) {
     if (g.deterministic && !r.params.contains("deterministic")) globals.push_back("--deterministic");
     r.args.insert(r.args.begin(), globals.begin(), globals.end());
   }
+  return runs;
+}
+
+int run_recipe_command(const RunOpts& o, const GlobalOptions& g) {
+  if (o.list) return list_recipes(o.out);
+  D5_CHECK_ARG(!o.recipe.empty(), "name a recipe file or a shipped recipe (see 'd5 run --list')");
+  const Recipe recipe = load_recipe(resolve_recipe(o.recipe));
   if (o.dry_run) {
     std::string text;
     nlohmann::json j = nlohmann::json::array();
-    for (const auto& r : runs) {
+    for (const auto& r : plan_with_globals(recipe, o.sets, g)) {
       text += fmt::format("{}: d5 {}\n", r.id, fmt::join(r.args, " "));
       j.push_back({{"id", r.id}, {"args", r.args}});
     }
     emit_text(text, j, o.out);
     return kExitOk;
   }
-
   RecipeRunOptions ro;
   ro.results_dir = o.results_dir.empty() ? default_results_dir(recipe.name) : o.results_dir;
   ro.price_per_node_hour = o.price;
   ro.nodes = o.nodes;
-  Progress progress(o.out.format != "json");
-  ro.progress = [&](size_t done, size_t total, const std::string& what) { progress.update(done, total, what); };
-  const std::string exe = self_executable();
-  const RecipeRun run = run_recipe(recipe, runs, ro, [&](const std::vector<std::string>& args, const std::string& log) {
-    return run_process(exe, args, log);
-  });
-  progress.finish();
-
-  const Results res = recipe_run_results(run, recipe, o.sets, make_manifest(settings_from(g)));
-  const std::string summary = (fs::path(ro.results_dir) / "run.json").string();
-  write_results(summary, res);
+  const ExecutedRecipe done = execute_recipe(recipe, o.sets, g, ro, o.out.format != "json");
   const bool require_valid = o.require_valid || recipe.require_valid;
-  emit_text(format_recipe_run(run, recipe, require_valid) + fmt::format("summary: {}\n", summary), to_json(res),
-            o.out);
-  return run.passed && (run.valid || !require_valid) ? kExitOk : kExitFailed;
+  emit_text(format_recipe_run(done.run, recipe, require_valid) + fmt::format("summary: {}\n", done.summary_path),
+            to_json(done.summary), o.out);
+  return done.run.passed && (done.run.valid || !require_valid) ? kExitOk : kExitFailed;
 }
 
 }  // namespace
+
+std::string self_executable() {
+  std::error_code ec;
+  const auto p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) D5_THROW(IoError, "cannot find the d5 executable through /proc/self/exe: {}", ec.message());
+  return p.string();
+}
+
+ExecutedRecipe execute_recipe(const Recipe& recipe, const std::vector<std::string>& sets, const GlobalOptions& g,
+                              RecipeRunOptions options, bool show_progress) {
+  const std::vector<PlannedRun> runs = plan_with_globals(recipe, sets, g);
+  std::string no_energy;
+  options.energy_domains = rapl_domains(&no_energy);
+  Progress progress(show_progress);
+  options.progress = [&](size_t done, size_t total, const std::string& what) { progress.update(done, total, what); };
+  const std::string exe = self_executable();
+  ExecutedRecipe out;
+  out.run = run_recipe(recipe, runs, options, [&](const std::vector<std::string>& args, const std::string& log) {
+    return run_process(exe, args, log);
+  });
+  progress.finish();
+  out.summary = recipe_run_results(out.run, recipe, sets, make_manifest(settings_from(g)));
+  out.summary.manifest["extra"]["run"]["energy"] =
+      options.energy_domains.empty() ? "unavailable: " + no_energy : "RAPL package domains around each run";
+  out.summary_path = (fs::path(options.results_dir) / "run.json").string();
+  write_results(out.summary_path, out.summary);
+  return out;
+}
 
 Command register_run(CLI::App& app, const GlobalOptions& g) {
   auto* cmd = app.add_subcommand(

@@ -1,9 +1,12 @@
 // d5: the deep500 command line. Every failure ends as one line on stderr and an exit code.
 #include <iostream>
+#include <optional>
+#include <string>
 
 #include "cli_common.h"
 #include "deep500/backend.h"
 #include "deep500/build_info.h"
+#include "deep500/determinism.h"
 #include "deep500/error.h"
 #include "deep500/manifest.h"
 #include "deep500/mpi_world.h"
@@ -34,6 +37,27 @@ int fail(int code, const std::string& what) {
   return code;
 }
 
+// The command word of a command line, when it names no command. CLI11 answers `d5 NOSUCH --help`
+// with the main help and exit 0, so a script asking whether a command exists would hear yes.
+std::optional<std::string> unknown_command(CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    if (a.rfind('-', 0) == 0) {
+      const CLI::Option* o = a.find('=') == std::string::npos ? app.get_option_no_throw(a) : nullptr;
+      if (o != nullptr && o->get_items_expected_min() > 0) ++i;  // the global option's value
+      continue;
+    }
+    try {
+      app.get_subcommand(a);
+      return std::nullopt;
+    } catch (const CLI::OptionNotFound&) {
+      return a;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -59,13 +83,19 @@ int main(int argc, char** argv) {
                                          register_net(app, global), register_data(app, global),
                                          register_divergence(app, global), register_train(app, global),
                                          register_compare(app, global), register_run(app, global),
-                                         register_report(app, global), register_scaling(app, global)};
+                                         register_report(app, global), register_rerun(app, global),
+                                         register_scaling(app, global)};
 
+  if (const auto word = unknown_command(app, argc, argv)) {
+    std::cerr << "d5: error: unknown command '" << *word << "' (run 'd5 --help' for the commands)\n";
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
     // Backends first, so that --threads reaches every library that has a pool.
     d5::register_builtin_backends();
     d5::set_num_threads(global.threads);
+    d5::set_deterministic(global.deterministic);
     for (const auto& c : commands)
       if (c.app->parsed()) return c.run();
     return kExitUsage;

@@ -37,6 +37,15 @@ std::string log_tail(const std::string& path, size_t lines = 3) {
   return s;
 }
 
+// Package domains only: core and uncore are parts of a package and would count twice.
+double package_joules(const std::vector<RaplDomain>& domains, const EnergyReading& a, const EnergyReading& b) {
+  const std::vector<double> j = energy_joules_between(domains, a, b);
+  double sum = 0;
+  for (size_t i = 0; i < domains.size() && i < j.size(); ++i)
+    if (domains[i].name.rfind("package", 0) == 0) sum += j[i];
+  return sum;
+}
+
 std::string command_text(const Recipe& recipe, const RunRecord& r) {
   return fmt::format("d5 {}", fmt::join(recipe.entries[r.run.entry].command, " "));
 }
@@ -88,6 +97,8 @@ void judge_run(const Recipe& recipe, const std::string& results_dir, RunRecord& 
                           log_tail((fs::path(results_dir) / r.log_file).string()), r.log_file));
   }
   for (const auto& c : results.cases) {
+    if (c.extra.contains("samples") && c.extra["samples"].is_number_integer())
+      r.samples += c.extra["samples"].get<int64_t>();
     if (c.state == CaseState::Mistrusted)
       r.invalid_reasons.push_back(fmt::format("{} on {}: MISTRUSTED: {}", c.name, c.backend, c.detail));
     if (c.outcome && c.outcome->validity == Validity::Invalid)
@@ -126,8 +137,12 @@ RecipeRun run_recipe(const Recipe& recipe, const std::vector<PlannedRun>& runs, 
     const std::string result_path = (fs::path(o.results_dir) / r.result_file).string();
     fs::remove(result_path, ec);  // a stale file from an earlier run must not pass for this one
     args.insert(args.end(), {"--format", "json", "-o", result_path});
+    const auto e0 = o.energy_domains.empty() ? std::nullopt : read_energy(o.energy_domains);
     r.process = runner(args, (fs::path(o.results_dir) / r.log_file).string());
+    const auto e1 = e0 ? read_energy(o.energy_domains) : std::nullopt;
     judge_run(recipe, o.results_dir, r);
+    if (e0 && e1) r.energy_j = package_joules(o.energy_domains, *e0, *e1);
+    if (r.energy_j && r.samples > 0) r.energy_per_sample_j = *r.energy_j / static_cast<double>(r.samples);
     r.cost = o.price_per_node_hour * o.nodes * r.process.wall_s / 3600;
     out.runs.push_back(std::move(r));
   }
@@ -187,6 +202,8 @@ Results recipe_run_results(const RecipeRun& run, const Recipe& recipe, const std
                {"criteria", to_json(r.criteria)}};
     if (r.process.signal != 0) c.extra["signal"] = r.process.signal;
     if (r.cost > 0) c.extra["cost"] = r.cost;
+    if (r.energy_j) c.extra["energy_j"] = *r.energy_j;
+    if (r.energy_per_sample_j) c.extra["energy_per_sample_j"] = *r.energy_per_sample_j;
     res.cases.push_back(std::move(c));
   }
   manifest["extra"]["recipe"] = {{"name", recipe.name},
@@ -207,15 +224,35 @@ Results recipe_run_results(const RecipeRun& run, const Recipe& recipe, const std
   return res;
 }
 
+bool is_recipe_run(const Results& r) {
+  return r.manifest.contains("extra") && r.manifest["extra"].is_object() && r.manifest["extra"].contains("recipe");
+}
+
+Results recipe_run_cases(const Results& summary, const std::string& dir) {
+  Results all;
+  all.manifest = summary.manifest;
+  for (const auto& c : summary.cases) {
+    const std::string file = (fs::path(dir) / c.extra.value("result_file", "")).string();
+    if (!c.extra.contains("result_file") || !fs::exists(file)) continue;
+    for (auto rc : read_results(file).cases) {
+      rc.name = c.extra.value("id", c.name) + ": " + rc.name;
+      all.cases.push_back(std::move(rc));
+    }
+  }
+  return all;
+}
+
 std::string format_recipe_run(const RecipeRun& run, const Recipe& recipe, bool require_valid) {
   std::ostringstream s;
   s << fmt::format("recipe {} ({} division): {} run(s), results in {}\n", recipe.name, to_string(recipe.division),
                    run.runs.size(), run.results_dir);
   int passed = 0, failed = 0;
   for (const auto& r : run.runs) {
+    std::string extras = r.cost > 0 ? fmt::format("  cost {:.4f}", r.cost) : "";
+    if (r.energy_j) extras += fmt::format("  energy {:.1f} J", *r.energy_j);
+    if (r.energy_per_sample_j) extras += fmt::format(" ({:.3g} J/sample)", *r.energy_per_sample_j);
     s << fmt::format("\n{:<48} {:<8} {:<5} {:>8.1f} s{}\n", r.run.label.empty() ? r.entry : r.entry + " " + r.run.label,
-                     r.valid ? "VALID" : "INVALID", r.passed ? "PASS" : "FAIL", r.process.wall_s,
-                     r.cost > 0 ? fmt::format("  cost {:.4f}", r.cost) : "");
+                     r.valid ? "VALID" : "INVALID", r.passed ? "PASS" : "FAIL", r.process.wall_s, extras);
     for (const auto& why : r.invalid_reasons) s << "    INVALID: " << why << "\n";
     for (const auto& c : r.criteria) {
       (c.passed ? passed : failed)++;

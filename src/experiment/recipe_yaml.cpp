@@ -168,6 +168,8 @@ Recipe parse_recipe(const std::string& yaml_text, const std::string& source) {
     }
     if (root["require_valid"]) r.require_valid = root["require_valid"].as<bool>();
     if (root["seeds"]) {
+      if (!root["seeds"].IsSequence())
+        D5_THROW(FormatError, "recipe {}: 'seeds' must be a list of integers, e.g. [1, 2, 3]", source);
       for (const auto& s : root["seeds"]) {
         const auto v = parse_int(s.Scalar());
         if (!v || *v < 0) D5_THROW(FormatError, "recipe {}: seed '{}' is not a non-negative integer", source, s.Scalar());

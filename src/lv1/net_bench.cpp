@@ -70,6 +70,7 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
     ExecutorOptions eo;
     eo.workspace_limit = o.workspace_limit;
     eo.pins = o.pins;
+    eo.deterministic = o.deterministic;
     ex = make_executor(net, backend, eo);
   } catch (const Unimplemented& e) {
     return finish(CaseState::Unimplemented, e.what());

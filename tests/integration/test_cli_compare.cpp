@@ -93,6 +93,15 @@ TEST_F(CliCompare, BadInputIsNamed) {
   EXPECT_EQ(run_d5({"compare", a}).exit_code, 2);
 }
 
+// Scripts ask `d5 report --help` whether a command exists (scripts/run-default-suite.sh): an
+// unknown command must not answer with the main help and exit 0.
+TEST(CliCommands, AnUnknownCommandWithHelpIsAnError) {
+  const auto r = run_d5({"--threads", "1", "nosuchcommand", "--help"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown command 'nosuchcommand'"), std::string::npos) << r.err;
+  EXPECT_EQ(run_d5({"--seed", "3", "compare", "--help"}).exit_code, 0);
+}
+
 }  // namespace
 
 }  // namespace d5::test

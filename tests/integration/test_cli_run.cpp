@@ -122,6 +122,20 @@ TEST_F(CliRun, SetRefusesFixedAndUnknownOptions) {
   EXPECT_EQ(run_d5({"run", dir_.file("none.yaml")}).exit_code, 4);
 }
 
+TEST_F(CliRun, TwoRecipeRunsCompareRunByRun) {
+  const std::string r = recipe(kGemmRecipe);
+  for (const char* d : {"/a", "/b"})
+    ASSERT_LE(run_d5({"run", r, "--results-dir", results() + d, "--set", "limit=2"}).exit_code, 1);
+  // Timings on a shared machine: only ask whether they are within a factor of 6.
+  const auto c = run_d5({"compare", results() + "/a/run.json", results() + "/b/run.json", "--tolerance", "5",
+                         "--format", "json"});
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  const json j = json::parse(c.out);
+  ASSERT_EQ(j["cases"].size(), 2u);  // the two GEMMs of the one run, from the result files beside run.json
+  EXPECT_EQ(j["cases"][0]["case"], "gemm: #1 m8n6k5_NN @ reference");
+  EXPECT_NE(j["cases"][0]["verdict"], "SLOWER");
+}
+
 TEST_F(CliRun, DryRunPrintsEveryCommand) {
   const auto r = run_d5({"--threads", "1", "run", recipe(kGemmRecipe), "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -1,0 +1,25 @@
+#pragma once
+// What `d5 run` and `d5 rerun` share: executing a recipe the way the CLI does (d5's global options
+// passed to every run, each run a child d5 process, a progress bar, run.json written).
+#include <string>
+#include <vector>
+
+#include "cli_common.h"
+#include "deep500/recipe.h"
+#include "deep500/recipe_run.h"
+
+namespace d5::cli {
+
+struct ExecutedRecipe {
+  RecipeRun run;
+  Results summary;  // run.json's content
+  std::string summary_path;
+};
+
+ExecutedRecipe execute_recipe(const Recipe& recipe, const std::vector<std::string>& sets, const GlobalOptions& g,
+                              RecipeRunOptions options, bool show_progress);
+
+// This d5's own executable, for child processes.
+std::string self_executable();
+
+}  // namespace d5::cli
