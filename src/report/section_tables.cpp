@@ -2,6 +2,7 @@
 // helpers the plotting sections share.
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -48,7 +49,22 @@ json series_color(const ReportInputs& in) {
           {"scale", {{"domain", std::vector<std::string>(all.begin(), all.end())}}}};
 }
 
+int64_t ranks_of(const CaseResult& c) {
+  for (const json* j : {&c.params, &c.extra})
+    if (j->contains("ranks") && (*j)["ranks"].is_number_integer() && (*j)["ranks"].get<int64_t>() > 0)
+      return (*j)["ranks"].get<int64_t>();
+  return 0;
+}
+
+std::string without_ranks(const std::string& name) {
+  static const std::regex ranks_element("(^|/)ranks=[0-9]+(?=/|$)");
+  std::string s = std::regex_replace(name, ranks_element, "");
+  if (!s.empty() && s.front() == '/') s.erase(0, 1);
+  return s;
+}
+
 std::string problem_of(const CaseResult& c) {
+  if (ranks_of(c) > 0) return without_ranks(c.name);
   if (!c.params.contains("network") || !c.params["network"].is_string()) return c.name;
   std::string p = c.params["network"].get<std::string>();
   if (c.params.contains("mode") && c.params["mode"].is_string()) p += " " + c.params["mode"].get<std::string>();
