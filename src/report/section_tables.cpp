@@ -32,12 +32,21 @@ const MetricRecord* primary_time(const CaseResult& c) {
   return m.available && m.unit == "s" && !m.samples.empty() && m.summary ? &m : nullptr;
 }
 
+namespace {
+// The file's name without extension, or its whole path where another input has the same name.
+std::string file_label(const ReportInput& input, const ReportInputs& in) {
+  const std::string stem = std::filesystem::path(input.path).stem().string();
+  for (const auto& other : in.inputs)
+    if (&other != &input && std::filesystem::path(other.path).stem().string() == stem) return display_path(input.path);
+  return stem;
+}
+}  // namespace
+
 std::string series_of(const CaseRef& r, const ReportInputs& in) {
   for (const auto& other : in.inputs) {
     if (&other == r.input) continue;
     for (const auto& c : other.results.cases)
-      if (c.name == r.c->name && c.backend == r.c->backend)
-        return r.c->backend + " · " + std::filesystem::path(r.input->path).stem().string();
+      if (c.name == r.c->name && c.backend == r.c->backend) return r.c->backend + " · " + file_label(*r.input, in);
   }
   return r.c->backend;
 }
