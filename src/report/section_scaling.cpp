@@ -24,9 +24,7 @@ struct Point {
 std::string series_name(const CaseRef& r, const ReportInputs& in) {
   std::string s = without_ranks(r.c->name);
   if (s.empty()) s = r.c->backend;
-  // series_of names the file where another input has the same case.
-  const std::string with_file = series_of(r, in);
-  return s + with_file.substr(r.c->backend.size());
+  return s + file_suffix(r, in);
 }
 
 json log2_x() {

@@ -43,17 +43,29 @@ std::string file_label(const ReportInput& input, const ReportInputs& in) {
 }  // namespace
 
 std::string series_of(const CaseRef& r, const ReportInputs& in) {
+  const std::string backend = r.c->backend.empty() ? "(no backend)" : r.c->backend;
   for (const auto& other : in.inputs) {
     if (&other == r.input) continue;
     for (const auto& c : other.results.cases)
-      if (c.name == r.c->name && c.backend == r.c->backend) return r.c->backend + " · " + file_label(*r.input, in);
+      if (c.name == r.c->name && c.backend == r.c->backend) return backend + " · " + file_label(*r.input, in);
   }
-  return r.c->backend;
+  return backend;
+}
+
+std::string file_suffix(const CaseRef& r, const ReportInputs& in) {
+  const std::string s = series_of(r, in);
+  const size_t dot = s.find(" · ");
+  return dot == std::string::npos ? std::string() : s.substr(dot);
 }
 
 json series_color(const ReportInputs& in) {
+  // Only series with measurements: a backend that was skipped everywhere has nothing to colour.
   std::set<std::string> all;
-  for (const auto& r : all_cases(in)) all.insert(series_of(r, in));
+  for (const auto& r : all_cases(in)) {
+    bool measured = false;
+    for (const auto& m : r.c->metrics) measured = measured || m.summary.has_value();
+    if (measured) all.insert(series_of(r, in));
+  }
   return {{"field", "series"}, {"type", "nominal"}, {"title", "backend"},
           {"scale", {{"domain", std::vector<std::string>(all.begin(), all.end())}}}};
 }

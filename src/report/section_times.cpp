@@ -284,20 +284,26 @@ void add_throughput(const ReportInputs& in, Page& page) {
                                   {"tooltip", json::array({{{"field", "case"}}, {{"field", "series"}, {"title", "backend"}},
                                                            {{"field", "op"}}, {{"field", "gflop"}, {"title", "GFLOP per call"}},
                                                            {{"field", "GFLOP/s [95% CI]"}}})}}}});
-  if (!peaks.empty()) {
-    layers.push_back({{"data", {{"values", peaks}}},
-                      {"mark", {{"type", "rule"}, {"color", "#c0392b"}, {"strokeDash", {6, 4}}, {"strokeWidth", 2}}},
-                      {"encoding", {{"y", {{"field", "peak"}, {"type", "quantitative"}, {"scale", log}}},
-                                    {"tooltip", json::array({{{"field", "label"}, {"title", "peak"}}})}}}});
+  // Several peaks' labels would overprint each other: then the lines' tooltips name them.
+  if (peaks.size() == 1) {
     layers.push_back({{"data", {{"values", peaks}}},
                       {"mark", {{"type", "text"}, {"align", "left"}, {"dx", 4}, {"dy", -7}, {"color", "#c0392b"}}},
                       {"encoding", {{"y", {{"field", "peak"}, {"type", "quantitative"}, {"scale", log}}},
                                     {"x", {{"value", 0}}}, {"text", {{"field", "label"}}}}}});
   }
+  if (!peaks.empty()) {
+    layers.push_back({{"data", {{"values", peaks}}},
+                      {"mark", {{"type", "rule"}, {"color", "#c0392b"}, {"strokeDash", {6, 4}}, {"strokeWidth", 2}}},
+                      {"encoding", {{"y", {{"field", "peak"}, {"type", "quantitative"}, {"scale", log}}},
+                                    {"tooltip", json::array({{{"field", "label"}, {"title", "peak"}}})}}}});
+  }
   spec["layer"] = std::move(layers);
-  page.plot(std::move(spec), peaks.empty() ? "No measured peak in these results (d5 ops bench records it)."
-                                           : "Dashed: the measured peak (the best all-thread FMA run, which "
-                                             "fractions of peak divide by).");
+  std::string caption = peaks.empty() ? "No measured peak in these results (d5 ops bench records it)."
+                                      : "Dashed: the measured peak (the best all-thread FMA run, which fractions of "
+                                        "peak divide by).";
+  if (peaks.size() > 1)
+    for (const auto& p : peaks) caption += fmt::format(" {}.", p["label"].get<std::string>());
+  page.plot(std::move(spec), caption);
 }
 
 }  // namespace d5::report

@@ -21,6 +21,8 @@ const MetricRecord* primary_time(const CaseResult& c);
 // The backend, and the file's name too where another input has a case of the same name and
 // backend: what a plot's colour tells apart.
 std::string series_of(const CaseRef& r, const ReportInputs& in);
+// " · FILE" where series_of names the file, else "".
+std::string file_suffix(const CaseRef& r, const ReportInputs& in);
 // A colour encoding of field "series" with every series of the inputs in its domain, so that a
 // backend keeps its colour from plot to plot.
 nlohmann::json series_color(const ReportInputs& in);
