@@ -57,7 +57,7 @@ class ReportInBrowser : public ::testing::Test {
     int status = 0;
     const std::string profile = dir.file("chromium-profile");
     const std::string dom = shell(std::string(D5_CHROMIUM) +
-                                      " --headless --no-sandbox --disable-gpu --user-data-dir=" + profile +
+                                      " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --user-data-dir=" + profile +
                                       " --virtual-time-budget=60000 --dump-dom file://" + html + " 2>/dev/null",
                                   status);
     EXPECT_EQ(status, 0) << "chromium failed";
