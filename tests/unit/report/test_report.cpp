@@ -153,6 +153,15 @@ TEST(ReportPage, NamesFromResultsStayText) {
   EXPECT_EQ(found, 2);  // each backend's stats row
 }
 
+TEST(ReportPage, SelfContained) {
+  const Report r = render_report(inputs_of({test::scaling_results()}), fake_bundles());
+  // Every script and style is inline: nothing to fetch.
+  EXPECT_EQ(r.html.find("<script src"), std::string::npos);
+  EXPECT_EQ(r.html.find("<link"), std::string::npos);
+  EXPECT_EQ(count(r.html, "<style>"), 1);
+  EXPECT_NE(r.html.find("var vegaLite = {};"), std::string::npos);
+}
+
 TEST(ReportPage, SectionsOnlyForDataPresent) {
   const Report r = render_report(inputs_of({test::hostile_results()}), fake_bundles());
   EXPECT_EQ(r.sections, (std::vector<std::string>{"Inputs", "Operator times", "All cases", "Manifest"}));
