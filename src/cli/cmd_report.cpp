@@ -25,9 +25,9 @@ Command register_report(CLI::App& app, const GlobalOptions&) {
                   "node_modules directory with vega, vega-lite and vega-embed (default: $D5_VEGA_DIR, else the one "
                   "scripts/install-vega.sh installs)");
   return {cmd, [o] {
-            // The bundles first: without them no page is written at all.
-            const VegaBundles bundles = load_vega_bundles(o->vega_dir.empty() ? default_vega_dir() : o->vega_dir);
             const ReportInputs inputs = read_report_inputs(o->inputs);
+            // Without the bundles no page is written at all: one that cannot draw would mislead.
+            const VegaBundles bundles = load_vega_bundles(o->vega_dir.empty() ? default_vega_dir() : o->vega_dir);
             ReportOptions ro;
             ro.title = o->title;
             const Report r = render_report(inputs, bundles, ro);

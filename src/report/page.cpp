@@ -1,5 +1,6 @@
 #include "page.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 

@@ -22,7 +22,7 @@ void add_breakdown(const ReportInputs& in, Page& page) {
     if (!b.is_object() || !b.contains("op_types") || !b["op_types"].is_array()) continue;
     const double executor_s = b.value("executor_seconds", 0.0), operator_s = b.value("operator_seconds", 0.0);
     const MetricRecord* t = primary_time(*r.c);
-    const std::string label = in.inputs.size() > 1 ? r.c->name + " · " + series_of(r, in) : r.c->name;
+    const std::string label = r.c->name + file_suffix(r, in);
     const std::string call = t ? t->name + " " + format_with_ci(*t->summary, "s") : "";
     for (const auto& row : b["op_types"]) {
       const double s = row.value("seconds", 0.0);

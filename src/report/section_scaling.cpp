@@ -3,7 +3,6 @@
 // and, optionally, extra.bytes_per_rank.
 #include <algorithm>
 #include <map>
-#include <regex>
 
 #include <fmt/format.h>
 
@@ -21,20 +20,11 @@ struct Point {
   const MetricRecord* time;
 };
 
-int64_t ranks_of(const CaseResult& c) {
-  for (const json* j : {&c.params, &c.extra})
-    if (j->contains("ranks") && (*j)["ranks"].is_number_integer() && (*j)["ranks"].get<int64_t>() > 0)
-      return (*j)["ranks"].get<int64_t>();
-  return 0;
-}
-
 // The series a case belongs to: its name without the "ranks=N" element.
 std::string series_name(const CaseRef& r, const ReportInputs& in) {
-  static const std::regex ranks_element("(^|/)ranks=[0-9]+(?=/|$)");
-  std::string s = std::regex_replace(r.c->name, ranks_element, "");
-  if (!s.empty() && s.front() == '/') s.erase(0, 1);
+  std::string s = without_ranks(r.c->name);
   if (s.empty()) s = r.c->backend;
-  return in.inputs.size() > 1 ? s + " · " + series_of(r, in) : s;
+  return s + file_suffix(r, in);
 }
 
 json log2_x() {

@@ -2,6 +2,7 @@
 // helpers the plotting sections share.
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -31,24 +32,60 @@ const MetricRecord* primary_time(const CaseResult& c) {
   return m.available && m.unit == "s" && !m.samples.empty() && m.summary ? &m : nullptr;
 }
 
+namespace {
+// The file's name without extension, or its whole path where another input has the same name.
+std::string file_label(const ReportInput& input, const ReportInputs& in) {
+  const std::string stem = std::filesystem::path(input.path).stem().string();
+  for (const auto& other : in.inputs)
+    if (&other != &input && std::filesystem::path(other.path).stem().string() == stem) return display_path(input.path);
+  return stem;
+}
+}  // namespace
+
 std::string series_of(const CaseRef& r, const ReportInputs& in) {
+  const std::string backend = r.c->backend.empty() ? "(no backend)" : r.c->backend;
   for (const auto& other : in.inputs) {
     if (&other == r.input) continue;
     for (const auto& c : other.results.cases)
-      if (c.name == r.c->name && c.backend == r.c->backend)
-        return r.c->backend + " · " + std::filesystem::path(r.input->path).stem().string();
+      if (c.name == r.c->name && c.backend == r.c->backend) return backend + " · " + file_label(*r.input, in);
   }
-  return r.c->backend;
+  return backend;
+}
+
+std::string file_suffix(const CaseRef& r, const ReportInputs& in) {
+  const std::string s = series_of(r, in);
+  const size_t dot = s.find(" · ");
+  return dot == std::string::npos ? std::string() : s.substr(dot);
 }
 
 json series_color(const ReportInputs& in) {
+  // Only series with measurements: a backend that was skipped everywhere has nothing to colour.
   std::set<std::string> all;
-  for (const auto& r : all_cases(in)) all.insert(series_of(r, in));
+  for (const auto& r : all_cases(in)) {
+    bool measured = false;
+    for (const auto& m : r.c->metrics) measured = measured || m.summary.has_value();
+    if (measured) all.insert(series_of(r, in));
+  }
   return {{"field", "series"}, {"type", "nominal"}, {"title", "backend"},
           {"scale", {{"domain", std::vector<std::string>(all.begin(), all.end())}}}};
 }
 
+int64_t ranks_of(const CaseResult& c) {
+  for (const json* j : {&c.params, &c.extra})
+    if (j->contains("ranks") && (*j)["ranks"].is_number_integer() && (*j)["ranks"].get<int64_t>() > 0)
+      return (*j)["ranks"].get<int64_t>();
+  return 0;
+}
+
+std::string without_ranks(const std::string& name) {
+  static const std::regex ranks_element("(^|/)ranks=[0-9]+(?=/|$)");
+  std::string s = std::regex_replace(name, ranks_element, "");
+  if (!s.empty() && s.front() == '/') s.erase(0, 1);
+  return s;
+}
+
 std::string problem_of(const CaseResult& c) {
+  if (ranks_of(c) > 0) return without_ranks(c.name);
   if (!c.params.contains("network") || !c.params["network"].is_string()) return c.name;
   std::string p = c.params["network"].get<std::string>();
   if (c.params.contains("mode") && c.params["mode"].is_string()) p += " " + c.params["mode"].get<std::string>();

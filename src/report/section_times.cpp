@@ -77,18 +77,22 @@ json violin_spec(const std::vector<CaseRef>& cases, const ReportInputs& in, cons
                       &s.median_ci.upper})
       *f *= u.factor;
     const std::string series = series_of(r, in);
+    // One column per backend; a Level 3 series gets one per rank count.
+    const int64_t ranks = ranks_of(*r.c);
+    const std::string column = ranks > 0 ? fmt::format("{} · {} ranks", series, ranks) : series;
     const auto [wlo, whi] = whiskers(x, s);
     for (const auto& [t, w] : violin(x, s, wlo, whi))
-      values.push_back({{"kind", "density"}, {"series", series}, {"t", t}, {"left", -w}, {"right", w}});
+      values.push_back({{"kind", "density"}, {"series", series}, {"column", column}, {"t", t}, {"left", -w}, {"right", w}});
     for (double v : x)
       if (v < wlo || v > whi) {
-        values.push_back({{"kind", "outlier"}, {"series", series}, {"t", v}, {"case", r.c->name}});
+        values.push_back({{"kind", "outlier"}, {"series", series}, {"column", column}, {"t", v}, {"case", r.c->name}});
         ++outliers;
       }
     smallest = std::min(smallest, s.min);
     largest = std::max(largest, s.max);
     values.push_back({{"kind", "stats"},
                       {"series", series},
+                      {"column", column},
                       {"median", s.median},
                       {"q1", s.q1},
                       {"q3", s.q3},
@@ -131,7 +135,7 @@ json violin_spec(const std::vector<CaseRef>& cases, const ReportInputs& in, cons
   layers.push_back(stats_layer({{"type", "tick"}, {"color", "white"}, {"thickness", 2}, {"size", 14}},
                                {{"y", y_enc("median", title, scale)}, {"tooltip", tooltip}}));
   return {{"data", {{"values", std::move(values)}}},
-          {"facet", {{"column", {{"field", "series"}, {"type", "nominal"}, {"title", nullptr},
+          {"facet", {{"column", {{"field", "column"}, {"type", "nominal"}, {"title", nullptr}, {"sort", nullptr},
                                   {"header", {{"labelOrient", "bottom"}}}}}}},
           {"spec", {{"width", 110}, {"height", 220}, {"layer", std::move(layers)}}}};
 }
@@ -202,7 +206,8 @@ void add_time_distributions(const ReportInputs& in, Page& page) {
     }
     std::nth_element(medians.begin(), medians.begin() + medians.size() / 2, medians.end());
     const TimeUnit overview_unit = time_unit_for(medians[medians.size() / 2]);
-    if (order.size() > 1)
+    // Level 3 runs have their medians against ranks in the scaling section.
+    if (order.size() > 1 && level != "L3")
       page.plot(overview_spec(cases, in, metric, overview_unit, order.size(), series.size()),
                 fmt::format("{}: median per case and backend with its 95% CI (log scale).", metric));
     for (size_t i = 0; i < order.size() && i < kMaxProblemPlots; ++i) {
@@ -279,20 +284,26 @@ void add_throughput(const ReportInputs& in, Page& page) {
                                   {"tooltip", json::array({{{"field", "case"}}, {{"field", "series"}, {"title", "backend"}},
                                                            {{"field", "op"}}, {{"field", "gflop"}, {"title", "GFLOP per call"}},
                                                            {{"field", "GFLOP/s [95% CI]"}}})}}}});
-  if (!peaks.empty()) {
-    layers.push_back({{"data", {{"values", peaks}}},
-                      {"mark", {{"type", "rule"}, {"color", "#c0392b"}, {"strokeDash", {6, 4}}, {"strokeWidth", 2}}},
-                      {"encoding", {{"y", {{"field", "peak"}, {"type", "quantitative"}, {"scale", log}}},
-                                    {"tooltip", json::array({{{"field", "label"}, {"title", "peak"}}})}}}});
+  // Several peaks' labels would overprint each other: then the lines' tooltips name them.
+  if (peaks.size() == 1) {
     layers.push_back({{"data", {{"values", peaks}}},
                       {"mark", {{"type", "text"}, {"align", "left"}, {"dx", 4}, {"dy", -7}, {"color", "#c0392b"}}},
                       {"encoding", {{"y", {{"field", "peak"}, {"type", "quantitative"}, {"scale", log}}},
                                     {"x", {{"value", 0}}}, {"text", {{"field", "label"}}}}}});
   }
+  if (!peaks.empty()) {
+    layers.push_back({{"data", {{"values", peaks}}},
+                      {"mark", {{"type", "rule"}, {"color", "#c0392b"}, {"strokeDash", {6, 4}}, {"strokeWidth", 2}}},
+                      {"encoding", {{"y", {{"field", "peak"}, {"type", "quantitative"}, {"scale", log}}},
+                                    {"tooltip", json::array({{{"field", "label"}, {"title", "peak"}}})}}}});
+  }
   spec["layer"] = std::move(layers);
-  page.plot(std::move(spec), peaks.empty() ? "No measured peak in these results (d5 ops bench records it)."
-                                           : "Dashed: the measured peak (the best all-thread FMA run, which "
-                                             "fractions of peak divide by).");
+  std::string caption = peaks.empty() ? "No measured peak in these results (d5 ops bench records it)."
+                                      : "Dashed: the measured peak (the best all-thread FMA run, which fractions of "
+                                        "peak divide by).";
+  if (peaks.size() > 1)
+    for (const auto& p : peaks) caption += fmt::format(" {}.", p["label"].get<std::string>());
+  page.plot(std::move(spec), caption);
 }
 
 }  // namespace d5::report

@@ -28,6 +28,24 @@ std::string stat_or_empty(const CaseResult& c, const std::string& metric) {
   return m ? metric_cell(*m) : "";
 }
 
+// Samples an accuracy was measured on: the test split, or one training batch.
+double accuracy_samples(const CaseRef& r, const std::string& curve) {
+  if (curve == "training_accuracy") return r.c->params.value("batch", 0.0);
+  const json& m = r.input->results.manifest;
+  if (!m.contains("extra") || !m["extra"].contains("dataset") || !m["extra"]["dataset"].contains("test")) return 0;
+  return m["extra"]["dataset"]["test"].value("samples", 0.0);
+}
+
+// Wilson's 95% score interval for a fraction p of n trials (the accuracy's sampling error: the
+// test split is a sample of the distribution it stands for).
+std::pair<double, double> wilson(double p, double n) {
+  if (!(n > 0)) return {p, p};
+  const double z = 1.959963984540054, z2 = z * z;
+  const double centre = (p + z2 / (2 * n)) / (1 + z2 / n);
+  const double half = z / (1 + z2 / n) * std::sqrt(p * (1 - p) / n + z2 / (4 * n * n));
+  return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+}
+
 json step_axis() {
   return {{"field", "step"}, {"type", "quantitative"}, {"axis", {{"tickMinStep", 1}, {"format", "d"}}}};
 }
@@ -45,7 +63,7 @@ void add_convergence(const ReportInputs& in, Page& page) {
   for (const auto& r : all_cases(in)) {
     const json& e = r.c->extra;
     if (!e.contains("curves") || !e["curves"].is_object()) continue;
-    const std::string run = in.inputs.size() > 1 ? r.c->name + " · " + series_of(r, in) : r.c->name + " · " + r.c->backend;
+    const std::string run = r.c->name + " · " + series_of(r, in);
     const double spe = steps_per_epoch(r);
     for (const char* curve : {"test_accuracy", "training_accuracy"}) {
       if (!e["curves"].contains(curve)) continue;
@@ -53,8 +71,13 @@ void add_convergence(const ReportInputs& in, Page& page) {
         const double step = p.value("step", 0.0);
         // Without the split's size, a point is placed at the end of its epoch.
         const double epochs = spe > 0 ? step / spe : p.value("epoch", 0.0) + 1;
-        accuracy.push_back({{"run", run}, {"curve", curve}, {"epochs", epochs}, {"step", step},
-                            {"accuracy", p.value("value", 0.0)}, {"training time (s)", p.value("training_time_s", 0.0)}});
+        const double acc = p.value("value", 0.0), n = accuracy_samples(r, curve);
+        const auto [lo, hi] = wilson(acc, n);
+        accuracy.push_back({{"run", run}, {"curve", curve}, {"epochs", epochs}, {"step", step}, {"accuracy", acc},
+                            {"lo", lo}, {"hi", hi},
+                            {"accuracy [95% CI]", n > 0 ? fmt::format("{:.4f} [{:.4f}, {:.4f}] on {} samples", acc, lo, hi, n)
+                                                        : fmt::format("{:.4f} (sample count unknown)", acc)},
+                            {"training time (s)", p.value("training_time_s", 0.0)}});
       }
     }
     if (e["curves"].contains("loss"))
@@ -78,17 +101,25 @@ void add_convergence(const ReportInputs& in, Page& page) {
                "loss of every step against training time. Drag to pan, scroll to zoom.");
   const json color = {{"field", "run"}, {"type", "nominal"}};
   if (!accuracy.empty()) {
+    const json x = {{"field", "epochs"}, {"type", "quantitative"}, {"title", "epochs"}};
+    const json y_title = "top-1 accuracy (95% CI)";
     json spec = base_spec(std::move(accuracy));
-    spec["mark"] = {{"type", "line"}, {"point", true}};
-    spec["encoding"] = {{"x", {{"field", "epochs"}, {"type", "quantitative"}, {"title", "epochs"}}},
-                        {"y", {{"field", "accuracy"}, {"type", "quantitative"}, {"title", "top-1 accuracy"},
-                               {"scale", {{"domain", {0, 1}}}}}},
-                        {"color", color},
-                        {"strokeDash", {{"field", "curve"}, {"type", "nominal"}, {"title", "measured on"}}},
-                        {"tooltip", json::array({{{"field", "run"}}, {{"field", "curve"}}, {{"field", "step"}},
-                                                 {{"field", "epochs"}, {"format", ".2f"}},
-                                                 {{"field", "accuracy"}, {"format", ".4f"}}})}};
-    page.plot(zoomable(std::move(spec)), "Accuracy against epochs (solid: test split; dashed: training batches).");
+    spec["layer"] = json::array(
+        {{{"mark", {{"type", "rule"}, {"opacity", 0.6}}},
+          {"encoding", {{"x", x}, {"y", {{"field", "lo"}, {"type", "quantitative"}, {"title", y_title},
+                                         {"scale", {{"domain", {0, 1}}}}}},
+                        {"y2", {{"field", "hi"}}}, {"color", color}}}},
+         zoomable({{"mark", {{"type", "line"}, {"point", true}}},
+                   {"encoding", {{"x", x},
+                                 {"y", {{"field", "accuracy"}, {"type", "quantitative"}, {"title", y_title}}},
+                                 {"color", color},
+                                 {"strokeDash", {{"field", "curve"}, {"type", "nominal"}, {"title", "measured on"}}},
+                                 {"tooltip", json::array({{{"field", "run"}}, {{"field", "curve"}}, {{"field", "step"}},
+                                                          {{"field", "epochs"}, {"format", ".2f"}},
+                                                          {{"field", "accuracy [95% CI]"}}})}}}})});
+    page.plot(std::move(spec),
+              "Accuracy against epochs (solid: test split; dashed: training batches), with Wilson's 95% score "
+              "interval for a fraction measured on that many samples.");
   }
   if (!loss.empty()) {
     json spec = base_spec(std::move(loss));

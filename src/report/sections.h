@@ -21,12 +21,18 @@ const MetricRecord* primary_time(const CaseResult& c);
 // The backend, and the file's name too where another input has a case of the same name and
 // backend: what a plot's colour tells apart.
 std::string series_of(const CaseRef& r, const ReportInputs& in);
+// " · FILE" where series_of names the file, else "".
+std::string file_suffix(const CaseRef& r, const ReportInputs& in);
 // A colour encoding of field "series" with every series of the inputs in its domain, so that a
 // backend keeps its colour from plot to plot.
 nlohmann::json series_color(const ReportInputs& in);
-// What a case measured apart from the backend: its name, or for a network's cases (named
-// NETWORK/BACKEND) the network and batch.
+// What a case measured apart from the backend: its name, for a network's cases (named
+// NETWORK/BACKEND) the network and batch, for Level 3 runs the name without "ranks=N".
 std::string problem_of(const CaseResult& c);
+// The ranks of a Level 3 run (params.ranks, else extra.ranks); 0 when none.
+int64_t ranks_of(const CaseResult& c);
+// "mlp/allreduce/ranks=4" -> "mlp/allreduce".
+std::string without_ranks(const std::string& name);
 // A Vega-Lite spec's common top: width, height, and the data.
 nlohmann::json base_spec(nlohmann::json values, int width = 640, int height = 320);
 

@@ -1,0 +1,151 @@
+// `d5 report` on the result files of real d5 runs (and synthetic Level 3 and hostile ones), drawn
+// in headless Chromium: the page's script writes how many plots it drew and every script error or
+// Vega warning into the DOM, which the test reads back with --dump-dom.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+
+#include "../support/report_fixtures.h"
+#include "../support/temp_dir.h"
+#include "process.h"
+
+namespace d5::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kMnist = D5_SOURCE_DIR "/../shared/data/mnist";
+
+// Runs a command line through the shell; returns stdout, and the exit status in `status`.
+std::string shell(const std::string& command, int& status) {
+  std::string out;
+  FILE* p = popen(command.c_str(), "r");
+  if (!p) return out;
+  char buf[1 << 16];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  status = pclose(p);
+  return out;
+}
+
+std::string attribute(const std::string& dom, const std::string& name) {
+  const std::regex re("<div id=\"d5-status\"[^>]*\\b" + name + "=\"([^\"]*)\"");
+  std::smatch m;
+  return std::regex_search(dom, m, re) ? m[1].str() : "(missing)";
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+void expect_ok(const ProcessResult& r, const std::string& what) {
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << what << " exited " << r.exit_code << ": " << r.err;
+}
+
+class ReportInBrowser : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string(D5_CHROMIUM).empty())
+      GTEST_SKIP() << "no chromium found at configure time (Debian: chromium; scripts/install-deps.sh installs it)";
+  }
+
+  // The page as Chromium leaves it once the virtual-time budget (or the page's work) is done.
+  std::string dump_dom(const std::string& html) {
+    int status = 0;
+    const std::string profile = dir.file("chromium-profile");
+    const std::string dom = shell(std::string(D5_CHROMIUM) +
+                                      " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --user-data-dir=" + profile +
+                                      // No host name resolves: the page must draw from what it holds.
+                                      " --host-resolver-rules='MAP * ~NOTFOUND'" +
+                                      " --virtual-time-budget=60000 --dump-dom file://" + html + " 2>/dev/null",
+                                  status);
+    EXPECT_EQ(status, 0) << "chromium failed";
+    return dom;
+  }
+
+  TempDir dir{"d5-report"};
+};
+
+TEST_F(ReportInBrowser, EveryPlotOfRealResultsIsDrawnWithoutScriptErrors) {
+  const std::string results = dir.file("results");
+  fs::create_directories(results);
+  expect_ok(run_d5({"ops", "bench", "--suite", "deepbench-gemm-inference-device", "--filter", "^#[24] ", "--mode",
+                    "check", "--min-time", "0.01", "--max-time", "0.05", "--format", "json", "-o",
+                    results + "/ops.json"}),
+            "d5 ops bench");
+  expect_ok(run_d5({"net", "lenet5", "--breakdown", "--min-runs", "6", "--max-time", "0.2", "--format", "json", "-o",
+                    results + "/net.json"}),
+            "d5 net");
+  expect_ok(run_d5({"divergence", "--model", "mlp", "--optimizer", "adam", "--twin", "adam", "--steps", "3",
+                    "--per-param", "--format", "json", "-o", results + "/divergence.json"}),
+            "d5 divergence");
+  bool trained = false;
+  if (fs::exists(kMnist)) {
+    expect_ok(run_d5({"train", "--model", "lenet5", "--dataset", "mnist", "--data-dir", kMnist, "--train-split", "test",
+                      "--train-range", "0:128", "--test-split", "test", "--test-range", "128:192", "--batch", "32",
+                      "--epochs", "2", "--train-accuracy-every", "2", "--backend", "onednn", "--format", "json",
+                      "-o", results + "/train.json"}),
+              "d5 train");
+    trained = true;
+  }
+  write_results(results + "/scaling.json", scaling_results());
+  write_results(results + "/hostile.json", hostile_results());
+
+  const std::string html = dir.file("report.html");
+  const auto r = run_d5({"report", results, "-o", html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::regex wrote("([0-9]+) plot\\(s\\) in ([0-9]+) section");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, wrote)) << r.out;
+  const int plots = std::stoi(m[1]);
+  // Violins of ops, net and hostile cases, throughput, breakdown, divergence (2), heatmaps (ops,
+  // net), scaling (3), and with MNIST convergence (2) and a training-step violin.
+  EXPECT_GE(plots, trained ? 17 : 14) << r.out;
+
+  const std::string dom = dump_dom(html);
+  EXPECT_EQ(attribute(dom, "data-done"), "true");
+  EXPECT_EQ(attribute(dom, "data-plots-expected"), std::to_string(plots));
+  EXPECT_EQ(attribute(dom, "data-plots-drawn"), std::to_string(plots));
+  EXPECT_EQ(attribute(dom, "data-errors"), "0");
+  EXPECT_EQ(attribute(dom, "data-warnings"), "0");
+  // Each plot holds an SVG with data marks (what data-drawn records).
+  EXPECT_EQ(count(dom, "data-drawn=\"true\""), plots);
+  EXPECT_EQ(count(dom, "<li class=\"d5-"), 0) << dom.substr(dom.find("d5-errors"), 2000);
+  for (const char* section : {"Operator times", "Network times", "Throughput against problem size",
+                              "Time per operator type", "Optimizer divergence", "Forward differences", "Scaling",
+                              "All cases", "Manifest"})
+    EXPECT_NE(dom.find(std::string("<h2>") + section + "</h2>"), std::string::npos) << section;
+  if (trained) {
+    EXPECT_NE(dom.find("<h2>Convergence</h2>"), std::string::npos);
+  }
+  // The hostile case name ran no script and shows as text.
+  EXPECT_EQ(dom.find("<title>pwned</title>"), std::string::npos);
+  EXPECT_NE(dom.find("&lt;/script&gt;&lt;script&gt;document.title="), std::string::npos);
+}
+
+TEST(CliReport, WithoutBundlesNoPageAndTheInstallStepIsNamed) {
+  TempDir dir("d5-report");
+  write_results(dir.file("scaling.json"), scaling_results());
+  const auto r = run_d5({"report", dir.file("scaling.json"), "-o", dir.file("page.html"), "--vega-dir",
+                         dir.file("no-node-modules")});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("scripts/install-vega.sh"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.file("page.html")));
+}
+
+TEST(CliReport, InputsThatAreNotResultsAreRefused) {
+  TempDir dir("d5-report");
+  std::ofstream(dir.file("other.json")) << R"({"models": []})";
+  const auto r = run_d5({"report", dir.file("other.json"), "-o", dir.file("page.html")});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("other.json"), std::string::npos) << r.err;
+  EXPECT_EQ(run_d5({"report", dir.file("missing.json"), "-o", dir.file("page.html")}).exit_code, 4);
+  EXPECT_EQ(run_d5({"report", dir.file("other.json")}).exit_code, 2);  // -o is required
+  EXPECT_FALSE(fs::exists(dir.file("page.html")));
+}
+
+}  // namespace
+}  // namespace d5::test
