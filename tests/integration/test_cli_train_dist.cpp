@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -233,7 +234,9 @@ TEST_F(CliTrainDist, AKilledRankEndsEveryRankWithinThirtySeconds) {
   }
   ASSERT_TRUE(ended) << "the run still hung 30 s after rank 1 was killed";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "status " << status;
-  const std::string said = read_file(err_p) + read_file(out_p);
+  // Open MPI: "process rank 1 with PID ..."; MPICH's Hydra: "RANK 1 PID ...".
+  std::string said = read_file(err_p) + read_file(out_p);
+  std::transform(said.begin(), said.end(), said.begin(), [](unsigned char c) { return std::tolower(c); });
   EXPECT_NE(said.find("rank 1"), std::string::npos) << said;
   // No rank is left behind.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
