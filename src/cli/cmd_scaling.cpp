@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 
 struct ScalingOpts {
   OutputOptions out;
-  std::vector<int> ranks = {1, 2, 4};
+  std::string ranks = "1,2,4";  // parsed here: a vector option would swallow the "--" before the train options
   std::string mode = "strong";
   int64_t batch = 64;
   std::string dist = "dsgd";
@@ -79,8 +79,26 @@ struct Point {
   CaseResult train;   // rank 0's case
 };
 
+std::vector<int> parse_ranks(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream s(text);
+  for (std::string item; std::getline(s, item, ',');) {
+    size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    D5_CHECK_ARG(used == item.size() && !item.empty() && n >= 1, "--ranks: '{}' is not a rank count (>= 1)", item);
+    out.push_back(n);
+  }
+  D5_CHECK_ARG(!out.empty(), "--ranks lists at least one rank count, e.g. 1,2,4");
+  return out;
+}
+
 int run_scaling(const ScalingOpts& o, const GlobalOptions& g) {
-  D5_CHECK_ARG(!o.ranks.empty(), "--ranks lists at least one rank count");
+  const std::vector<int> rank_counts = parse_ranks(o.ranks);
   for (const auto& a : o.train_args) {
     D5_CHECK_ARG(a != "--batch" && a != "--dist" && a != "--format" && a != "-o" && a != "--output",
                  "'{}' is set by d5 scaling itself; give --batch and --dist to d5 scaling", a);
@@ -89,8 +107,7 @@ int run_scaling(const ScalingOpts& o, const GlobalOptions& g) {
   fs::create_directories(dir);
   const std::string d5 = self_exe();
   std::vector<Point> points;
-  for (int n : o.ranks) {
-    D5_CHECK_ARG(n >= 1, "--ranks: {} is not a rank count", n);
+  for (int n : rank_counts) {
     // Strong scaling splits the global --batch over the ranks; weak scaling keeps --batch per rank.
     D5_CHECK_ARG(o.mode == "weak" || o.batch % n == 0,
                  "strong scaling splits --batch {} over the ranks: {} ranks do not divide it", o.batch, n);
@@ -169,8 +186,7 @@ Command register_scaling(CLI::App& app, const GlobalOptions& g) {
                                  "efficiency, bytes per rank");
   auto o = std::make_shared<ScalingOpts>();
   cmd->add_option("--ranks", o->ranks, "Rank counts, comma separated (the first is the baseline)")
-      ->delimiter(',')
-      ->default_str("1,2,4");
+      ->default_val("1,2,4");
   cmd->add_option("--mode", o->mode, "strong: --batch is the global batch; weak: --batch is per rank")
       ->check(CLI::IsMember({"strong", "weak"}))
       ->default_val("strong");

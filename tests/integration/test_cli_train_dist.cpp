@@ -166,9 +166,11 @@ TEST_F(CliTrainDist, ScalingLaunchesEveryRankCountAndComputesEfficiency) {
   EXPECT_GT(two["extra"]["bytes_per_rank_per_step"].get<double>(), 0);
   EXPECT_EQ(count_lines(read_file(path("s.csv"))), 3);
   // Strong scaling refuses a batch the ranks do not divide.
-  const auto bad = run_d5({"scaling", "--ranks", "1,3", "--batch", "8", "--", "--model", "mlp", "--dataset",
+  // (--ranks last before "--": the train options still reach the runs.)
+  const auto bad = run_d5({"scaling", "--batch", "8", "--ranks", "1,3", "--", "--model", "mlp", "--dataset",
                            "synthetic", "--steps", "1"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("3 ranks do not divide it"), std::string::npos) << bad.err;
 }
 
 // The pid of the d5 process that is rank `rank` of a run whose environment holds `marker`, or 0.
