@@ -165,6 +165,11 @@ TEST_F(CliTrainDist, ScalingLaunchesEveryRankCountAndComputesEfficiency) {
   EXPECT_EQ(two["extra"]["distributed"]["ranks"].size(), 2u);
   EXPECT_GT(two["extra"]["bytes_per_rank_per_step"].get<double>(), 0);
   EXPECT_EQ(count_lines(read_file(path("s.csv"))), 3);
+  // The cases have the shape d5 report's Scaling section reads (docs/report.md).
+  EXPECT_EQ(two["name"], "scaling/weak/ranks=2");
+  EXPECT_EQ(two["params"]["scaling"], "weak");
+  ASSERT_EQ(two["extra"]["bytes_per_rank"].size(), 2u);
+  for (const auto& b : two["extra"]["bytes_per_rank"]) EXPECT_GT(b.get<double>(), 0);
   // Strong scaling refuses a batch the ranks do not divide.
   // (--ranks last before "--": the train options still reach the runs.)
   const auto bad = run_d5({"scaling", "--batch", "8", "--ranks", "1,3", "--", "--model", "mlp", "--dataset",
