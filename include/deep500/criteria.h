@@ -31,7 +31,9 @@ CriterionResult evaluate(const Criterion& c, const Results& results, double wall
 // For criteria over a whole recipe, where only wall_time has a value.
 CriterionResult evaluate_wall_time(const Criterion& c, double wall_time_s);
 
-// The implicit criterion of every run: no case FAILED or MISTRUSTED.
+// The implicit criterion of every run: no case FAILED. A MISTRUSTED case (the reference could not
+// judge it, e.g. a gradient through a kink that rounding put on different sides) makes the run
+// INVALID instead, with the case's reason: not evidence of a wrong result, not a result to trust.
 CriterionResult no_failed_cases(const Results& results);
 
 }  // namespace d5

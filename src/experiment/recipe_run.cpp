@@ -113,7 +113,7 @@ void judge_run(const Recipe& recipe, const std::string& results_dir, RunRecord& 
     }
   }
   r.criteria.push_back(have ? no_failed_cases(results)
-                            : CriterionResult{"no case FAILED or MISTRUSTED", false, std::nullopt, "no results"});
+                            : CriterionResult{"no case FAILED", false, std::nullopt, "no results"});
   r.passed = std::all_of(r.criteria.begin(), r.criteria.end(), [](const auto& c) { return c.passed; });
 }
 

@@ -99,6 +99,50 @@ ForwardCheckResult test_executor(GraphExecutor& ex, const TensorMap& feeds, Grap
   return finish(compared, subject(ex, &reference), o);
 }
 
+// Inputs of Relu nodes whose sign differs between the two executors' forward passes: each such
+// element switches its gradient on in one executor and off in the other. In f32 a deep ReLU network
+// has millions of pre-activations, so a few fall within rounding of 0 and legitimately land on
+// different sides (ResNet-20 at batch 8: one element of one Relu input, 4e-6 from 0, made a weight
+// gradient differ by 1e-3 of its largest element while both executors matched an f64 run to 4e-6
+// in the forward pass). Returns "N element(s) of Relu 'x' input ..." for the first such tensor, or "".
+std::string kink_crossings(GraphExecutor& ex, const TensorMap& feeds, GraphExecutor& reference) {
+  std::vector<std::string> kinks;
+  for (const auto& n : ex.network().nodes())
+    if (n.op_type == "Relu" && !n.inputs.empty() && !ex.network().is_folded(n.name)) kinks.push_back(n.inputs[0]);
+  if (kinks.empty()) return "";
+  // Temporarily make them graph outputs of both networks (possibly one object), then restore.
+  std::vector<std::pair<Network*, std::string>> added;
+  for (Network* net : {&ex.network(), &reference.network()})
+    for (const auto& k : kinks) {
+      const auto& outs = net->outputs();
+      if (std::find(outs.begin(), outs.end(), k) != outs.end()) continue;
+      net->add_output(k);
+      added.emplace_back(net, k);
+    }
+  std::string found;
+  int64_t crossings = 0;
+  try {
+    const TensorMap r = reference.inference(feeds);
+    const TensorMap a = ex.inference(feeds);
+    for (const auto& k : kinks) {
+      auto ia = a.find(k), ir = r.find(k);
+      if (ia == a.end() || ir == r.end() || ia->second.numel() != ir->second.numel()) continue;
+      int64_t n = 0;
+      for (int64_t i = 0; i < ir->second.numel(); ++i) n += (ia->second.get(i) > 0) != (ir->second.get(i) > 0);
+      if (n > 0 && found.empty()) found = k;
+      crossings += n;
+    }
+  } catch (...) {
+    for (auto& [net, k] : added) net->remove_output(k);
+    throw;
+  }
+  for (auto& [net, k] : added) net->remove_output(k);
+  if (crossings == 0) return "";
+  return fmt::format("{} Relu input element(s) lie on the other side of 0 than in the reference's forward pass "
+                     "(first in '{}'): their gradients are switched on in one executor and off in the other",
+                     crossings, found);
+}
+
 ForwardCheckResult test_executor_backprop(GraphExecutor& ex, const TensorMap& feeds, const std::string& loss,
                                           GraphExecutor& reference, const ForwardCheckOptions& o) {
   // Gradients are stored in the networks, which may be one object: take the reference's first.
@@ -109,6 +153,7 @@ ForwardCheckResult test_executor_backprop(GraphExecutor& ex, const TensorMap& fe
 
   std::vector<ComparedTensor> compared;
   add_outputs(compared, ex, actual, ref, o);
+  const size_t forward_entries = compared.size();
   const auto loss_ops = upstream_op_types(ex.network(), loss);
   for (const auto& [p, g] : ex.network().gradient()) {
     auto it = ref_grads.find(g);
@@ -127,7 +172,20 @@ ForwardCheckResult test_executor_backprop(GraphExecutor& ex, const TensorMap& fe
     compared.push_back(
         {fmt::format("gradient '{}'", g), compared.size(), g, ex.network().fetch_tensor(g), r, tol});
   }
-  return finish(compared, subject(ex, &reference), o);
+  ForwardCheckResult result = finish(compared, subject(ex, &reference), o);
+  // A gradient mismatch after forward passes that agree, explained by rounding at a kink, is no
+  // evidence against the executor: MISTRUSTED (the reference cannot judge this input), with the
+  // reason and the mismatch. Outputs that disagree stay FAILED whatever the kinks.
+  std::vector<ComparedTensor> forward(compared.begin(), compared.begin() + static_cast<std::ptrdiff_t>(forward_entries));
+  if (result.state == CaseState::Failed && finish(forward, subject(ex, &reference), o).state == CaseState::Passed) {
+    const std::string why = kink_crossings(ex, feeds, reference);
+    if (!why.empty()) {
+      result.state = CaseState::Mistrusted;
+      result.detail = why + "; " + result.detail;
+      result.extra["kink_crossings"] = why;
+    }
+  }
+  return result;
 }
 
 }  // namespace d5

@@ -62,6 +62,41 @@ std::vector<std::string> backends_to_test() {
 INSTANTIATE_TEST_SUITE_P(Executors, ExecutorValidationTest, ::testing::ValuesIn(backends_to_test()),
                          [](const auto& info) { return info.param; });
 
+// Two executors whose forward passes agree within rounding but put one Relu input on different
+// sides of 0 compute different gradients, legitimately: MISTRUSTED with the reason, not FAILED.
+// The same crossing with outputs that disagree stays FAILED.
+TEST(ExecutorValidation, GradientMismatchFromAKinkCrossingIsMistrusted) {
+  register_builtin_operators();
+  Network ref_net = test::mlp(1, 4, 3, 2);
+  Network ex_net = test::mlp(1, 4, 3, 2);
+  const auto feeds = test::feeds_for(ref_net, 2);
+  // h[0, 0] = x . W1[0, :] + b1[0] (Gemm with transB).
+  const Tensor x = feeds.at("x"), w1 = ref_net.fetch_tensor("W1");
+  double h = ref_net.fetch_tensor("b1").get(0);
+  for (int64_t k = 0; k < 4; ++k) h += x.get(k) * w1.get(k);
+  auto set_b10 = [&](Network& net, double value) {
+    Tensor b = net.fetch_tensor("b1").clone();
+    b.set(0, value);
+    net.feed_tensor("b1", b, true);
+  };
+  const double b10 = ref_net.fetch_tensor("b1").get(0);
+  set_b10(ref_net, b10 - h + 1e-6);  // h[0, 0] = +1e-6: the Relu passes its gradient
+  set_b10(ex_net, b10 - h - 1e-6);   // h[0, 0] = -1e-6: it does not
+  ReferenceExecutor ref(ref_net), ex(ex_net);
+  const auto r = test_executor_backprop(ex, feeds, "loss_value", ref);
+  EXPECT_EQ(r.state, CaseState::Mistrusted) << r.detail;
+  EXPECT_NE(r.detail.find("1 Relu input element(s) lie on the other side of 0"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("gradient 'W1@grad'"), std::string::npos) << r.detail;
+  // The probe outputs are gone again.
+  EXPECT_EQ(ex_net.outputs(), std::vector<std::string>{"logits"});
+  EXPECT_EQ(ref_net.outputs(), std::vector<std::string>{"logits"});
+
+  set_b10(ref_net, b10 - h + 0.5);  // still a crossing, but the logits now differ far beyond rounding
+  ReferenceExecutor ref2(ref_net);
+  const auto f = test_executor_backprop(ex, feeds, "loss_value", ref2);
+  EXPECT_EQ(f.state, CaseState::Failed) << f.detail;
+}
+
 TEST(ExecutorValidation, WrongReferenceOutputsFailNamingTheTensor) {
   register_builtin_operators();
   Network net = test::mlp(4, 6, 8, 3);
