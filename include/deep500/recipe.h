@@ -25,6 +25,9 @@ struct RecipeEntry {
   std::string name;
   std::vector<std::string> command;     // the subcommand words: {"ops", "bench"}
   std::vector<std::string> positional;  // parameters passed as positional arguments, in order
+  // Parameters passed after "--", in order: options of the command a command runs (d5 scaling's
+  // d5 train). They are parameters like the others: fixed or mutable, --set and division rules.
+  std::vector<std::string> after;
   Params fixed = Params::object();
   Params mutable_params = Params::object();
   Params grid = Params::object();  // option -> list of values; every combination runs
@@ -69,6 +72,10 @@ struct PlannedRun {
 };
 
 // Applies the overrides (InvalidArgument for a fixed or unknown key) and expands grids and seeds.
+// Adds "--format json -o PATH" to a d5 command line: before a "--", whose words belong to the
+// command the subcommand runs (d5 scaling's d5 train), else at the end.
+void add_result_file_options(std::vector<std::string>& args, const std::string& path);
+
 std::vector<PlannedRun> plan_runs(const Recipe& recipe, const std::vector<Override>& overrides,
                                   uint64_t default_seed);
 

@@ -127,7 +127,7 @@ int run_rerun(const RerunOpts& o, const GlobalOptions& g) {
     where = done.summary_path;
   } else {
     std::vector<std::string> args = rerun_args(manifest, o.result);
-    args.insert(args.end(), {"--format", "json", "-o", into});
+    add_result_file_options(args, into);
     const std::string log = into + ".log";
     const ProcessOutcome p = run_process(self_executable(), args, log);
     D5_CHECK(fs::exists(into), IoError, "the rerun 'd5 {}' exited {} without a result file (log: {})",

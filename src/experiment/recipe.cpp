@@ -1,6 +1,7 @@
 // Reading recipes (yaml-cpp) and planning their runs.
 #include "deep500/recipe.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -48,6 +49,11 @@ nlohmann::json parse_override_value(const std::string& text) {
 }
 
 }  // namespace
+
+void add_result_file_options(std::vector<std::string>& args, const std::string& path) {
+  const auto at = std::find(args.begin(), args.end(), "--");
+  args.insert(at, {"--format", "json", "-o", path});
+}
 
 const char* to_string(Division d) { return d == Division::Closed ? "closed" : "open"; }
 
@@ -164,9 +170,15 @@ std::vector<PlannedRun> plan_runs(const Recipe& recipe, const std::vector<Overri
           if (is_global_option(k)) append_option(run.args, k, v);
         run.args.insert(run.args.end(), e.command.begin(), e.command.end());
         for (const auto& p : e.positional) run.args.push_back(arg_text(run.params[p]));
+        auto listed = [](const std::vector<std::string>& names, const std::string& k) {
+          return std::find(names.begin(), names.end(), k) != names.end();
+        };
         for (const auto& [k, v] : run.params.items())
-          if (!is_global_option(k) && std::find(e.positional.begin(), e.positional.end(), k) == e.positional.end())
-            append_option(run.args, k, v);
+          if (!is_global_option(k) && !listed(e.positional, k) && !listed(e.after, k)) append_option(run.args, k, v);
+        if (!e.after.empty()) {
+          run.args.push_back("--");
+          for (const auto& k : e.after) append_option(run.args, k, run.params[k]);
+        }
         runs.push_back(std::move(run));
       }
     }

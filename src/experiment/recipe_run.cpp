@@ -136,7 +136,7 @@ RecipeRun run_recipe(const Recipe& recipe, const std::vector<PlannedRun>& runs, 
     std::vector<std::string> args = r.run.args;
     const std::string result_path = (fs::path(o.results_dir) / r.result_file).string();
     fs::remove(result_path, ec);  // a stale file from an earlier run must not pass for this one
-    args.insert(args.end(), {"--format", "json", "-o", result_path});
+    add_result_file_options(args, result_path);
     const auto e0 = o.energy_domains.empty() ? std::nullopt : read_energy(o.energy_domains);
     r.process = runner(args, (fs::path(o.results_dir) / r.log_file).string());
     const auto e1 = e0 ? read_energy(o.energy_domains) : std::nullopt;

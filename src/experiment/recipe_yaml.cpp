@@ -15,7 +15,7 @@ namespace {
 
 const std::set<std::string> kRecipeKeys = {"recipe", "description", "division", "seeds", "require_valid",
                                            "fixed",  "mutable",     "grid",     "entries", "criteria"};
-const std::set<std::string> kEntryKeys = {"name", "command", "positional", "fixed", "mutable", "grid", "criteria"};
+const std::set<std::string> kEntryKeys = {"name", "command", "positional", "after", "fixed", "mutable", "grid", "criteria"};
 
 std::string where(const YAML::Node& n) {
   return n.Mark().is_null() ? "" : fmt::format(" (line {})", n.Mark().line + 1);
@@ -128,6 +128,8 @@ RecipeEntry parse_entry(const YAML::Node& n, const Recipe& r, const Params& fixe
   e.name = n["name"] ? n["name"].as<std::string>() : fmt::format("{}", fmt::join(e.command, "-"));
   if (n["positional"])
     for (const auto& p : n["positional"]) e.positional.push_back(p.as<std::string>());
+  if (n["after"])
+    for (const auto& p : n["after"]) e.after.push_back(p.as<std::string>());
   const std::string ew = fmt::format("entry '{}'", e.name);
   e.fixed = params(n["fixed"], ew + ".fixed", false);
   e.mutable_params = params(n["mutable"], ew + ".mutable", false);
@@ -139,6 +141,9 @@ RecipeEntry parse_entry(const YAML::Node& n, const Recipe& r, const Params& fixe
   for (const auto& p : e.positional)
     if (!in(e.fixed, p) && !in(e.mutable_params, p) && !in(e.grid, p))
       D5_THROW(FormatError, "{}: positional option '{}' has no value in fixed, mutable or grid", ew, p);
+  for (const auto& p : e.after)
+    if (!in(e.fixed, p) && !in(e.mutable_params, p) && !in(e.grid, p))
+      D5_THROW(FormatError, "{}: option '{}' listed in 'after' has no value in fixed, mutable or grid", ew, p);
   return e;
 }
 

@@ -85,6 +85,37 @@ TEST(Recipe, PlansTheGridInOrderWithCommandLines) {
       << fmt::format("{}", fmt::join(runs[4].args, " "));
 }
 
+// Options listed in `after` follow "--" in their listed order (d5 scaling passes them to d5 train),
+// and --set reaches them like any other mutable option.
+TEST(Recipe, AfterOptionsFollowTheSeparatorInOrder) {
+  const Recipe r = parse_recipe(R"(
+recipe: s
+entries:
+  - command: scaling
+    after: [model, steps, no-test]
+    fixed: {ranks: "1,2", model: lenet5, no-test: true}
+    mutable: {batch: 8, steps: 20}
+)");
+  const auto runs = plan_runs(r, parse_overrides({"steps=5"}), 1);
+  ASSERT_EQ(runs.size(), 1u);
+  const auto& a = runs[0].args;
+  const auto sep = std::find(a.begin(), a.end(), "--");
+  ASSERT_NE(sep, a.end()) << fmt::format("{}", fmt::join(a, " "));
+  EXPECT_EQ(std::vector<std::string>(sep + 1, a.end()),
+            (std::vector<std::string>{"--model", "lenet5", "--steps", "5", "--no-test"}));
+  EXPECT_TRUE(has(std::vector<std::string>(a.begin(), sep), {"--ranks", "1,2"}));
+  EXPECT_TRUE(has(std::vector<std::string>(a.begin(), sep), {"--batch", "8"}));
+  EXPECT_THROW(parse_recipe("recipe: s\nentries:\n  - command: scaling\n    after: [model]\n"), FormatError);
+  // The result file options belong to the subcommand, not to what follows "--".
+  std::vector<std::string> with_out = a;
+  add_result_file_options(with_out, "r.json");
+  const auto sep2 = std::find(with_out.begin(), with_out.end(), "--");
+  EXPECT_EQ(std::vector<std::string>(sep2 - 4, sep2), (std::vector<std::string>{"--format", "json", "-o", "r.json"}));
+  std::vector<std::string> plain = {"train", "--steps", "1"};
+  add_result_file_options(plain, "r.json");
+  EXPECT_EQ(plain.back(), "r.json");
+}
+
 TEST(Recipe, OverridesChangeMutableOptionsAndNarrowGrids) {
   const Recipe r = parse_recipe(kTraining);
   const auto runs = plan_runs(r, parse_overrides({"backend=onednn", "train.batch=8", "lr=0.1"}), 1);
