@@ -167,7 +167,7 @@ int run_scaling(const ScalingOpts& o, const GlobalOptions& g) {
     CaseResult c;
     // The shape d5 report's Scaling section reads (docs/report.md): the series is the name
     // without its ranks=N element, params.scaling says strong or weak, bytes_per_rank per rank.
-    c.name = fmt::format("scaling/{}/ranks={}", o.mode, p.ranks);
+    c.name = fmt::format("scaling/{}/{}/ranks={}", o.dist, o.mode, p.ranks);
     c.level = "L3";
     c.backend = p.train.backend;
     c.params = {{"mode", o.mode}, {"ranks", p.ranks}, {"per_rank_batch", p.per_rank_batch},

@@ -152,7 +152,7 @@ TEST_F(CliRun, ShippedRecipesParseAndPlan) {
   std::vector<std::string> names;
   for (const auto& r : json::parse(list.out)) names.push_back(r["name"]);
   for (const char* n : {"quickstart", "deepbench-gemm", "deepbench-conv", "deepbench-rnn", "mnist-lenet-tta",
-                        "cifar10-resnet20", "optimizers-compare"}) {
+                        "cifar10-resnet20", "optimizers-compare", "distributed-schemes"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
     const auto plan = run_d5({"run", n, "--dry-run"});
     EXPECT_EQ(plan.exit_code, 0) << n << ": " << plan.err;

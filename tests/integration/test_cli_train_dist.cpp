@@ -166,7 +166,7 @@ TEST_F(CliTrainDist, ScalingLaunchesEveryRankCountAndComputesEfficiency) {
   EXPECT_GT(two["extra"]["bytes_per_rank_per_step"].get<double>(), 0);
   EXPECT_EQ(count_lines(read_file(path("s.csv"))), 3);
   // The cases have the shape d5 report's Scaling section reads (docs/report.md).
-  EXPECT_EQ(two["name"], "scaling/weak/ranks=2");
+  EXPECT_EQ(two["name"], "scaling/dsgd/weak/ranks=2");
   EXPECT_EQ(two["params"]["scaling"], "weak");
   ASSERT_EQ(two["extra"]["bytes_per_rank"].size(), 2u);
   for (const auto& b : two["extra"]["bytes_per_rank"]) EXPECT_GT(b.get<double>(), 0);
