@@ -1,7 +1,6 @@
 // d5 ops bench: every problem of a suite on every requested backend, through the adaptive runner:
 // median time with its CI, GFLOP/s, GB/s and the fraction of this machine's measured FMA peak;
 // in check/grad modes also correctness against the reference backend.
-#include <unistd.h>
 
 #include <iostream>
 #include <regex>
@@ -9,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
+#include "progress.h"
 #include "deep500/backend.h"
 #include "deep500/device.h"
 #include "deep500/error.h"
@@ -87,7 +87,8 @@ int run_bench(const BenchOpts& o, const GlobalOptions& g) {
   bo.peak_gflops = peak_gflops(peak);
 
   Results res;
-  const bool progress = isatty(STDERR_FILENO) != 0;
+  // One line per finished case, on a terminal only, not under --format json or in CI (as Progress).
+  const bool progress = Progress(o.out.format != "json").enabled();
   size_t done = 0;
   for (const auto& p : problems) {
     settings.stream(p.stream);

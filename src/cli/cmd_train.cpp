@@ -24,6 +24,7 @@
 #include "deep500/reporter.h"
 #include "deep500/samplers.h"
 #include "deep500/trainer.h"
+#include "progress.h"
 #include "train_dist.h"
 #ifdef D5_HAVE_ONNX
 #include "deep500/onnx_export.h"
@@ -33,6 +34,24 @@
 namespace d5::cli {
 
 namespace {
+
+// The run's progress by steps on a terminal (Progress decides whether it draws). `total` is the
+// planned number of steps; 0 when only a target or a time limit ends the run (nothing is drawn).
+class TrainingProgressBar final : public TrainingEvent {
+ public:
+  TrainingProgressBar(bool allowed, int64_t total) : bar_(allowed), total_(total) {}
+  bool after_batch(const TrainingProgress& p, const TensorMap&) override {
+    if (total_ > 0)
+      bar_.update(static_cast<size_t>(std::min(p.step, total_)), static_cast<size_t>(total_),
+                  fmt::format("epoch {}, loss {:.4f}", p.epoch + 1, p.last_loss));
+    return true;
+  }
+  void after_training(const TrainingProgress&) override { bar_.finish(); }
+
+ private:
+  Progress bar_;
+  int64_t total_;
+};
 
 struct TrainOpts {
   OutputOptions out;
@@ -179,6 +198,14 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
   to.checkpoint_path = writes ? o.checkpoint : "";
   to.checkpoint_every = o.checkpoint_every;
   Trainer trainer(*executor, loader, test_set.get(), *optimizer, to);
+  {
+    const int64_t ranks = comm ? comm->size() : 1;
+    const int64_t per_epoch = train_set->size() / std::max<int64_t>(1, o.batch * ranks);
+    int64_t total = to.epochs > 0 ? to.epochs * per_epoch : 0;
+    if (to.max_steps > 0 && to.max_steps != std::numeric_limits<int64_t>::max())
+      total = total > 0 ? std::min(total, to.max_steps) : to.max_steps;
+    trainer.add_event(std::make_shared<TrainingProgressBar>(writes && o.out.format != "json", total));
+  }
   if (!o.resume.empty()) trainer.resume(o.resume);
   const TrainingResult r = trainer.train();
   if (dist != nullptr) dist->finish(net);
