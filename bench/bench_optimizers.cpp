@@ -88,12 +88,11 @@ void run_layout(const Layout& layout, int rounds, int runs) {
   auto d5_adam = make_optimizer("adam", {{"lr", 1e-4}});
   auto* rule = dynamic_cast<ThreeStepOptimizer*>(d5_adam.get());
   D5_CHECK(rule != nullptr, Internal, "adam is not a ThreeStepOptimizer");
-  std::vector<std::string> names;
-  for (size_t i = 0; i < p.size(); ++i) names.push_back("p" + std::to_string(i));
+  // What ThreeStepOptimizer::step does after backprop: every parameter's update in one call.
+  std::vector<ThreeStepOptimizer::ParameterUpdate> updates;
+  for (size_t i = 0; i < p.size(); ++i) updates.push_back({g[i], p[i], "p" + std::to_string(i)});
   torch::optim::Adam torch_adam(tp, torch::optim::AdamOptions(1e-4));
-  const auto d5_step = [&] {
-    for (size_t i = 0; i < p.size(); ++i) rule->update_rule(g[i], p[i], names[i]);
-  };
+  const auto d5_step = [&] { rule->update_all(updates); };
   const auto torch_step = [&] { torch_adam.step(); };
 
   // STREAM buffers of the same length as the parameters.

@@ -97,6 +97,14 @@ class ThreeStepOptimizer : public Optimizer {
   // Updates param in place from its gradient.
   virtual void update_rule(const Tensor& grad, Tensor& param, const std::string& name) = 0;
 
+  // update_rule for each entry in order, as step() does after backprop. The builtin rules' element
+  // loops then share one parallel region instead of forking once per parameter.
+  struct ParameterUpdate {
+    Tensor grad, param;  // param is updated in place (a handle on the network's buffer)
+    std::string name;
+  };
+  void update_all(std::vector<ParameterUpdate>& updates);
+
  protected:
   using Optimizer::Optimizer;
 };

@@ -37,7 +37,7 @@ class AcceleGrad final : public WithStateParts<ThreeStepOptimizer> {
       return;  // x_1 = z_0 = y_0
     }
     const float tau = static_cast<float>(1 / alpha_), rest = static_cast<float>(1 - 1 / alpha_);
-    for_chunks(n, [&](int64_t b, int64_t e) {
+    for_chunks(n, [=](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) p[i] = tau * z[i] + rest * p[i];
     });
   }
@@ -56,7 +56,7 @@ class AcceleGrad final : public WithStateParts<ThreeStepOptimizer> {
     const double gb = hyper_.at("gradient_bound");
     const double eta = current_learning_rate() * 2 * hyper_.at("diameter") / std::sqrt(gb * gb + sum);
     const float step_y = static_cast<float>(eta), step_z = static_cast<float>(alpha_ * eta);
-    for_chunks(n, [&](int64_t b, int64_t e) {
+    for_chunks(n, [=](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         z[i] = z[i] - step_z * g[i];
         p[i] = p[i] - step_y * g[i];

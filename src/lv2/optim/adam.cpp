@@ -80,7 +80,7 @@ class Adam final : public WithStateParts<UpdateRuleOptimizer> {
     float* m = exp_avg_.get(pname, param);
     float* v = exp_avg_sq_.get(pname, param);
     float* vmax = amsgrad ? max_exp_avg_sq_.get(pname, param) : nullptr;
-    for_chunks(param.numel(), [&](int64_t b, int64_t e) { adam_kernel(b, e, g, p, m, v, vmax, sc); });
+    for_chunks(param.numel(), [=](int64_t b, int64_t e) { adam_kernel(b, e, g, p, m, v, vmax, sc); });
   }
 
  private:

@@ -74,7 +74,7 @@ class Adagrad final : public WithStateParts<UpdateRuleOptimizer> {
     const float* g = grad.data_as<float>();
     float* p = param.data_as<float>();
     float* sum = sum_.get(pname, param, hyper_.at("initial_accumulator_value"));
-    for_chunks(param.numel(), [&](int64_t b, int64_t e) { adagrad_kernel(b, e, g, p, sum, -clr, wd, eps); });
+    for_chunks(param.numel(), [=](int64_t b, int64_t e) { adagrad_kernel(b, e, g, p, sum, -clr, wd, eps); });
   }
 
 
@@ -111,7 +111,7 @@ class RmsProp final : public WithStateParts<UpdateRuleOptimizer> {
     float* a = square_avg_.get(pname, param);
     float* ga = centered ? grad_avg_.get(pname, param) : nullptr;
     float* buf = mu > 0 ? momentum_.get(pname, param) : nullptr;
-    for_chunks(param.numel(), [&](int64_t b, int64_t e) { rmsprop_kernel(b, e, g, p, a, ga, buf, sc); });
+    for_chunks(param.numel(), [=](int64_t b, int64_t e) { rmsprop_kernel(b, e, g, p, a, ga, buf, sc); });
   }
 
 

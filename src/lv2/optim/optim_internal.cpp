@@ -4,6 +4,36 @@
 
 namespace d5::optim {
 
+namespace {
+thread_local DeferredChunks* current_deferred = nullptr;
+}
+
+DeferredChunks::DeferredChunks() : outer_(current_deferred) { current_deferred = this; }
+
+DeferredChunks::~DeferredChunks() {
+  current_deferred = outer_;
+  run();
+}
+
+DeferredChunks* DeferredChunks::current() { return current_deferred; }
+
+void DeferredChunks::add(int64_t n, Body body) {
+  if (n <= 0) return;
+  bodies_.push_back(std::move(body));
+  for (int64_t b = 0; b < n; b += kChunk) work_.push_back({bodies_.size() - 1, b, std::min(n, b + kChunk)});
+}
+
+void DeferredChunks::run() {
+  const auto chunks = static_cast<int64_t>(work_.size());
+#pragma omp parallel for schedule(static) if (chunks > 2)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const Work& w = work_[static_cast<size_t>(c)];
+    bodies_[w.body](w.begin, w.end);
+  }
+  work_.clear();
+  bodies_.clear();
+}
+
 Tensor scalar_tensor(double v) {
   Tensor t(DType::f64, Shape{});
   t.set(0, v);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -81,11 +82,44 @@ class Scalars final : public StatePart {
   std::map<std::string, double> m_;
 };
 
-// Runs body(begin, end) over [0, n) in chunks; chunks run on OpenMP threads when n is large
-// enough to pay for the fork. Each body is a plain loop the compiler vectorizes.
 inline constexpr int64_t kChunk = 1 << 15;
+
+// While a DeferredChunks is alive on a thread, for_chunks there records its work instead of running
+// it, and run() executes every recorded chunk of every parameter in one OpenMP region: one fork per
+// step instead of one per parameter. (Adam over ResNet-50's 161 tensors of 10M parameters took
+// 2.93 ms against 2.18 ms for one tensor of the same size, 0.63 of the bandwidth reference.)
+// Recorded bodies must capture by value: they run after the update_rule that made them returns.
+// Each element sees the same kernel and scalars as without deferral, so results are bitwise equal.
+class DeferredChunks {
+ public:
+  using Body = std::function<void(int64_t, int64_t)>;
+  DeferredChunks();
+  ~DeferredChunks();  // runs what is still recorded
+  DeferredChunks(const DeferredChunks&) = delete;
+  DeferredChunks& operator=(const DeferredChunks&) = delete;
+  void add(int64_t n, Body body);
+  void run();
+  static DeferredChunks* current();
+
+ private:
+  struct Work {
+    size_t body;
+    int64_t begin, end;
+  };
+  std::vector<Body> bodies_;
+  std::vector<Work> work_;
+  DeferredChunks* outer_;
+};
+
+// Runs body(begin, end) over [0, n) in chunks; chunks run on OpenMP threads when n is large
+// enough to pay for the fork (or later, with the other parameters', under a DeferredChunks).
+// Each body is a plain loop the compiler vectorizes.
 template <typename Body>
 void for_chunks(int64_t n, const Body& body) {
+  if (DeferredChunks* deferred = DeferredChunks::current()) {
+    deferred->add(n, body);
+    return;
+  }
   const int64_t chunks = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (chunks > 2)
   for (int64_t c = 0; c < chunks; ++c) body(c * kChunk, std::min(n, (c + 1) * kChunk));

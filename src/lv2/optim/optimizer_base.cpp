@@ -73,16 +73,24 @@ TensorMap ThreeStepOptimizer::step(GraphExecutor& executor, const TensorMap& fee
   // A parameter the network holds no gradient for is skipped, as torch.optim skips parameters whose
   // .grad is None: neither it nor its state changes. (Executors store a zero gradient for a
   // parameter the loss does not depend on; that one gets the zero-gradient update.)
+  std::vector<ParameterUpdate> updates;
   for (const auto& [param, grad_name] : network.gradient()) {
     if (!network.has_value(grad_name)) continue;
-    const Tensor grad = network.fetch_tensor(grad_name);
-    Tensor value = network.fetch_tensor(param);
-    D5_CHECK_ARG(grad.shape() == value.shape(), "optimizer '{}': gradient of '{}' has shape {}, the parameter {}",
-                 name(), param, grad.shape().to_string(), value.shape().to_string());
-    update_rule(grad, value, param);
+    ParameterUpdate u{network.fetch_tensor(grad_name), network.fetch_tensor(param), param};
+    D5_CHECK_ARG(u.grad.shape() == u.param.shape(),
+                 "optimizer '{}': gradient of '{}' has shape {}, the parameter {}", name(), param,
+                 u.grad.shape().to_string(), u.param.shape().to_string());
+    updates.push_back(std::move(u));
   }
+  update_all(updates);
   count_step();
   return outputs;
+}
+
+void ThreeStepOptimizer::update_all(std::vector<ParameterUpdate>& updates) {
+  optim::DeferredChunks one_region;
+  for (auto& u : updates) update_rule(u.grad, u.param, u.name);
+  one_region.run();
 }
 
 }  // namespace d5

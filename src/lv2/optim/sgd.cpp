@@ -57,7 +57,7 @@ class Sgd final : public WithStateParts<UpdateRuleOptimizer> {
     float* v = mu != 0 ? momentum_.get(pname, param) : nullptr;
     const float* g = grad.data_as<float>();
     float* p = param.data_as<float>();
-    for_chunks(param.numel(), [&](int64_t b, int64_t e) { sgd_kernel(b, e, g, p, v, sc); });
+    for_chunks(param.numel(), [=](int64_t b, int64_t e) { sgd_kernel(b, e, g, p, v, sc); });
   }
 
  private:
