@@ -28,10 +28,10 @@ class RingAllreduceCommunicator : public d5::Communicator {
 
  protected:
   void do_allreduce(void* data, int64_t count, d5::DType dtype, d5::ReduceOp op) override {
-    D5_CHECK_ARG(op == d5::ReduceOp::sum, "the example ring allreduce sums; {} is not implemented", static_cast<int>(op));
-    if (dtype == d5::DType::f32) return ring<float>(static_cast<float*>(data), count);
-    if (dtype == d5::DType::f64) return ring<double>(static_cast<double*>(data), count);
-    D5_THROW(InvalidArgument, "the example ring allreduce sums f32 or f64, not {}", d5::to_string(dtype));
+    // A mean arrives here as a sum: the Communicator divides afterwards.
+    if (dtype == d5::DType::f32) return ring<float>(static_cast<float*>(data), count, op);
+    if (dtype == d5::DType::f64) return ring<double>(static_cast<double*>(data), count, op);
+    D5_THROW(InvalidArgument, "the example ring allreduce reduces f32 or f64, not {}", d5::to_string(dtype));
   }
   // Blocking underneath: the request is complete when returned.
   d5::CommRequestPtr do_iallreduce(void* data, int64_t count, d5::DType dtype, d5::ReduceOp op) override {
@@ -76,21 +76,37 @@ class RingAllreduceCommunicator : public d5::Communicator {
     return i * (count / n) + std::min<int64_t>(i, count % n);
   }
 
+  // Combines a received chunk into ours; any associative, commutative op works on a ring.
   template <typename T>
-  void ring(T* data, int64_t count) {
+  static void combine(T* into, const T* from, int64_t n, d5::ReduceOp op) {
+    switch (op) {
+      case d5::ReduceOp::max:
+        for (int64_t i = 0; i < n; ++i) into[i] = std::max(into[i], from[i]);
+        return;
+      case d5::ReduceOp::min:
+        for (int64_t i = 0; i < n; ++i) into[i] = std::min(into[i], from[i]);
+        return;
+      case d5::ReduceOp::sum:
+      case d5::ReduceOp::mean:
+        for (int64_t i = 0; i < n; ++i) into[i] += from[i];
+        return;
+    }
+  }
+
+  template <typename T>
+  void ring(T* data, int64_t count, d5::ReduceOp op) {
     const int n = size(), r = rank();
     if (n == 1) return;
     const int right = (r + 1) % n, left = (r + n - 1) % n;
     auto begin = [&](int i) { return chunk_begin(count, n, ((i % n) + n) % n); };
     auto length = [&](int i) { return chunk_begin(count, n, ((i % n) + n) % n + 1) - begin(i); };
     std::vector<T> incoming(static_cast<size_t>(count / n + 1));
-    // Reduce-scatter: after n - 1 steps rank r holds the sum of chunk r + 1.
+    // Reduce-scatter: after n - 1 steps rank r holds the reduction of chunk r + 1.
     for (int s = 0; s < n - 1; ++s) {
       const int send = r - s, recv = r - s - 1;
       t_->sendrecv(data + begin(send), length(send), right, incoming.data(), length(recv), left,
                    d5::dtype_of_v<T>, kTag);
-      T* into = data + begin(recv);
-      for (int64_t i = 0; i < length(recv); ++i) into[i] += incoming[static_cast<size_t>(i)];
+      combine(data + begin(recv), incoming.data(), length(recv), op);
     }
     // Allgather: pass the reduced chunks around the ring.
     for (int s = 0; s < n - 1; ++s) {

@@ -51,7 +51,8 @@ Kernel clip(const OpSpec& s) {
       return {at::clamp_out(y, c.in[0], lo, hi)};
     }
     // hardtanh's gradient is zero at the bounds, clamp's passes there: the reference's and oneDNN's
-    // is hardtanh's (docs/validation.md, "Gradients at kinks").
+    // is hardtanh's (docs/validation.md, "Gradients at kinks"). With min > max ONNX Clip gives max
+    // everywhere (numpy.clip), which clamp computes and hardtanh does not; integers go to clamp too.
     const bool ordered = !lo || !hi || lo->toDouble() <= hi->toDouble();
     if (!integral && ordered)
       return {at::hardtanh(c.in[0], lo ? *lo : at::Scalar(-INFINITY), hi ? *hi : at::Scalar(INFINITY))};

@@ -1,5 +1,5 @@
-// The example ring allreduce (examples/ring_allreduce) on 2 and 3 ranks: MPI's sums, and exactly
-// the messages a ring sends.
+// The example ring allreduce (examples/ring_allreduce) on 2 and 3 ranks: MPI's results for every
+// reduction, and exactly the messages a ring sends.
 #include <gtest/gtest.h>
 
 #include "deep500/mpi_world.h"
@@ -24,6 +24,15 @@ TEST(RingAllreduce, SumsLikeMpiForAnyCount) {
     world->allreduce(std::span<double>(d), ReduceOp::mean);
     EXPECT_EQ(a, b) << "count " << count;
     EXPECT_EQ(c, d) << "count " << count;
+  }
+  // max and min: values that differ by rank, so the wrong one (or a sum) cannot pass.
+  for (ReduceOp op : {ReduceOp::max, ReduceOp::min}) {
+    std::vector<float> e(1001), f;
+    for (size_t i = 0; i < e.size(); ++i) e[i] = static_cast<float>((static_cast<int>(i) * 5 + world->rank() * 37) % 29) - 14;
+    f = e;
+    ring.allreduce(std::span<float>(e), op);
+    world->allreduce(std::span<float>(f), op);
+    EXPECT_EQ(e, f) << (op == ReduceOp::max ? "max" : "min");
   }
   std::vector<int64_t> ints(3);
   EXPECT_THROW(ring.allreduce(std::span<int64_t>(ints), ReduceOp::sum), InvalidArgument);
