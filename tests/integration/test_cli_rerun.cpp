@@ -85,11 +85,13 @@ TEST_F(CliRerun, DeterministicTrainingIsBitwiseIdenticalOnEveryExecutor) {
 TEST_F(CliRerun, RerunReproducesAResultFileAndCatchesADifferentOutput) {
   const std::string out = dir_.file("r.json");
   ASSERT_EQ(run_d5(train("reference", out)).exit_code, 0);
-  // Step times on a loaded machine may move by more than the default 5%; outputs may not move at all.
-  const auto r = run_d5({"rerun", out, "--tolerance", "5"});
+  // Step times under a parallel test run moved by 8x once; outputs may not move at all. The timing
+  // verdict itself is covered by d5 compare's tests.
+  const auto r = run_d5({"rerun", out, "--outputs-only"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("outputs: 1 of 1 case(s) bitwise identical"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("REPRODUCED"), std::string::npos);
+  EXPECT_NE(r.out.find("times: shown, not judged"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": REPRODUCED"), std::string::npos) << r.out;
   EXPECT_TRUE(fs::exists(dir_.file("r.rerun.json")));
 
   // The same rerun against a result whose fourth loss differs in the last place.
@@ -97,10 +99,11 @@ TEST_F(CliRerun, RerunReproducesAResultFileAndCatchesADifferentOutput) {
   for (auto& m : tampered["cases"][0]["metrics"])
     if (m["name"] == "loss") m["samples"][3] = std::nextafter(m["samples"][3].get<double>(), 10.0);
   std::ofstream(dir_.file("t.json")) << tampered.dump();
-  const auto t = run_d5({"rerun", dir_.file("t.json"), "--tolerance", "5", "--format", "json"});
+  const auto t = run_d5({"rerun", dir_.file("t.json"), "--outputs-only", "--format", "json"});
   EXPECT_EQ(t.exit_code, 1) << t.out << t.err;
   const json j = json::parse(t.out);
   EXPECT_EQ(j["verdict"], "NOT REPRODUCED");
+  EXPECT_FALSE(j["times_judged"].get<bool>());
   ASSERT_EQ(j["outputs"]["differences"].size(), 1u);
   EXPECT_NE(j["outputs"]["differences"][0].get<std::string>().find("loss sample 3"), std::string::npos);
 }
@@ -119,7 +122,7 @@ entries:
 )";
   const std::string results = dir_.file("results");
   ASSERT_EQ(run_d5({"--deterministic", "run", recipe, "--results-dir", results, "--set", "epochs=2"}).exit_code, 0);
-  const auto r = run_d5({"rerun", results + "/run.json", "--tolerance", "5"});
+  const auto r = run_d5({"rerun", results + "/run.json", "--outputs-only"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("outputs: 2 of 2 case(s) bitwise identical"), std::string::npos) << r.out;
   // The rerun used the recorded overrides and seed: two epochs of 4 steps.
