@@ -28,10 +28,15 @@ void add_dist_options(CLI::App& cmd, DistOptions& o) {
   cmd.add_option("--topk", o.scheme.topk, "sparse: fraction of gradient elements each rank sends, in (0, 1]")
       ->check(CLI::Range(0.0, 1.0))
       ->default_val(0.01);
+  cmd.add_option("--dist-timeout", o.timeout_s,
+                 "Seconds a rank may go unheard before the watchdog ends the run naming it (default 20, or "
+                 "$D5_WATCHDOG_TIMEOUT; 0: no watchdog)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 std::shared_ptr<Communicator> dist_communicator(const DistOptions& o) {
   if (o.scheme.scheme.empty() && !launched_by_mpi_launcher()) return nullptr;
+  if (o.timeout_s >= 0) set_mpi_watchdog_timeout(o.timeout_s);
   auto comm = mpi_world();
   if (o.scheme.scheme.empty()) {
     D5_CHECK_ARG(comm->size() == 1,
@@ -55,6 +60,7 @@ void add_distributed_results(Communicator& comm, const DistOptions& o, const Dis
                       {"staleness", o.scheme.staleness},
                       {"avg_every", o.scheme.average_every},
                       {"topk", o.scheme.topk},
+                      {"watchdog_s", mpi_watchdog_timeout()},
                       {"global_batch", c.params.value("batch", int64_t{0}) * comm.size()}};
   c.extra["distributed"] = {{"summary", distributed_summary(ranks)}, {"ranks", ranks}};
 }

@@ -15,6 +15,7 @@ namespace d5::cli {
 struct DistOptions {
   DistOptions() { scheme.scheme.clear(); }
   DistributedOptions scheme;  // scheme.scheme empty (the default here): not distributed
+  double timeout_s = -1;       // the watchdog's; -1: $D5_WATCHDOG_TIMEOUT or the default
 };
 
 void add_dist_options(CLI::App& cmd, DistOptions& o);

@@ -1,6 +1,8 @@
 // The Communicator over MPI_COMM_WORLD (include/deep500/mpi_world.h).
 #include <mpi.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
@@ -8,6 +10,7 @@
 
 #include "deep500/error.h"
 #include "deep500/mpi_world.h"
+#include "mpi_watchdog.h"
 
 namespace d5 {
 
@@ -156,7 +159,27 @@ class MpiCommunicator : public Communicator {
   int rank_, size_;
 };
 
+constexpr double kDefaultWatchdogSeconds = 20;
+double requested_watchdog_s = -1;  // -1: not set by the program; the environment or the default decides
+double active_watchdog_s = 0;
+// Never destroyed: the atexit handler stops it before MPI_Finalize, whatever the order of static
+// destruction.
+MpiWatchdog* watchdog = nullptr;
+
+double watchdog_seconds_wanted() {
+  if (requested_watchdog_s >= 0) return requested_watchdog_s;
+  if (const char* env = std::getenv("D5_WATCHDOG_TIMEOUT")) {
+    char* end = nullptr;
+    const double s = std::strtod(env, &end);
+    D5_CHECK_ARG(end != env && *end == '\0' && s >= 0,
+                 "D5_WATCHDOG_TIMEOUT={} is not a number of seconds (0 turns the watchdog off)", env);
+    return s;
+  }
+  return kDefaultWatchdogSeconds;
+}
+
 void finalize_at_exit() {
+  if (watchdog != nullptr) watchdog->stop();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
@@ -184,6 +207,19 @@ bool mpi_world_is_distributed() {
   return world && world->size() > 1;
 }
 
+void set_mpi_watchdog_timeout(double seconds) {
+  D5_CHECK_ARG(seconds >= 0, "the watchdog timeout is {} s; give a positive number of seconds, or 0 for none",
+               seconds);
+  std::lock_guard<std::mutex> lock(world_mutex);
+  D5_CHECK(!world, InvalidArgument, "the watchdog timeout must be set before the MPI world is created");
+  requested_watchdog_s = seconds;
+}
+
+double mpi_watchdog_timeout() {
+  std::lock_guard<std::mutex> lock(world_mutex);
+  return active_watchdog_s;
+}
+
 void abort_world(int code) {
   if (!mpi_world_is_distributed()) return;
   MPI_Abort(MPI_COMM_WORLD, code == 0 ? 1 : code);
@@ -192,17 +228,35 @@ void abort_world(int code) {
 std::shared_ptr<Communicator> mpi_world() {
   std::lock_guard<std::mutex> lock(world_mutex);
   if (world) return world;
+  const double watchdog_s = watchdog_seconds_wanted();
   int initialized = 0;
   MPI_Initialized(&initialized);
+  int provided = MPI_THREAD_SINGLE;
   if (!initialized) {
-    int provided = 0;
-    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread", -1);
+    // The watchdog's thread calls MPI while the main thread is inside a collective.
+    const int wanted = watchdog_s > 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
+    check(MPI_Init_thread(nullptr, nullptr, wanted, &provided), "MPI_Init_thread", -1);
     std::atexit(finalize_at_exit);
+  } else {
+    MPI_Query_thread(&provided);
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > 1 && watchdog_s > 0) {
+    // Every rank reads the same setting, so every rank takes this branch: the constructor is collective.
+    if (provided >= MPI_THREAD_MULTIPLE) {
+      // Ten heartbeats per timeout, at most one a second: a late beat or two is no alarm.
+      watchdog = new MpiWatchdog(MPI_COMM_WORLD, watchdog_s, std::clamp(watchdog_s / 10, 0.05, 1.0));
+      active_watchdog_s = watchdog_s;
+    } else if (rank == 0) {
+      std::fprintf(stderr,
+                   "d5: this MPI gives thread level %d, not MPI_THREAD_MULTIPLE: no watchdog, and a stopped rank "
+                   "can leave the others waiting\n",
+                   provided);
+    }
+  }
   world = std::make_shared<MpiCommunicator>(MPI_COMM_WORLD, rank, size);
   return world;
 }

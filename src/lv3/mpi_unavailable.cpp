@@ -9,6 +9,8 @@ bool launched_by_mpi_launcher() { return false; }
 
 bool mpi_world_is_distributed() { return false; }
 void abort_world(int /*code*/) {}
+void set_mpi_watchdog_timeout(double /*seconds*/) {}
+double mpi_watchdog_timeout() { return 0; }
 
 std::shared_ptr<Communicator> mpi_world() {
   D5_THROW(Unimplemented, "this d5 was built without MPI; install libopenmpi-dev and openmpi-bin (or MPICH) and "

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 #include <algorithm>
 
@@ -197,14 +198,27 @@ pid_t find_rank(const std::string& marker, int rank) {
   return 0;
 }
 
-// A rank killed mid-training: every other rank ends, the launcher exits non-zero within 30 s,
-// and its message names the rank.
-TEST_F(CliTrainDist, AKilledRankEndsEveryRankWithinThirtySeconds) {
+struct FaultOutcome {
+  bool started = false, ended = false;
+  int status = 0;
+  double seconds = 0;   // from the signal to the launcher's exit
+  std::string said;     // the launcher's stdout and stderr, lower case
+  bool others_left = false;
+};
+
+// Launches 3 ranks training "forever", sends rank 1 `signal` once they train, and waits up to
+// 40 s for the launcher to end.
+FaultOutcome fault_run(const std::string& dir, int signal, const std::vector<std::string>& more) {
+  FaultOutcome f;
   const std::string marker = "D5_FAULT_TEST=" + std::to_string(getpid());
   setenv("D5_FAULT_TEST", std::to_string(getpid()).c_str(), 1);
-  const std::string out_p = path("out"), err_p = path("err");
+  const std::string out_p = dir + "/out", err_p = dir + "/err";
   std::vector<std::string> args = {D5_MPIEXEC, "-n", "3", d5_binary()};
-  for (const auto& a : train_args(8, 100000000, {"--dist", "dsgd"})) args.push_back(a);
+  std::vector<std::string> train = {"train", "--model", "mlp", "--dataset", "synthetic-learnable", "--set", "shape=16",
+                                    "--set", "classes=4", "--set", "samples=256", "--batch", "8", "--steps",
+                                    "100000000", "--lr", "0.1", "--no-test", "--prefetch", "0", "--dist", "dsgd"};
+  train.insert(train.end(), more.begin(), more.end());
+  args.insert(args.end(), train.begin(), train.end());
   const pid_t launcher = fork();
   if (launcher == 0) {
     setpgid(0, 0);
@@ -224,31 +238,74 @@ TEST_F(CliTrainDist, AKilledRankEndsEveryRankWithinThirtySeconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     victim = find_rank(marker, 1);
   }
-  if (victim == 0) kill(-launcher, SIGKILL);
-  ASSERT_NE(victim, 0) << "rank 1 never started";
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the ranks are training
-  ASSERT_EQ(kill(victim, SIGKILL), 0);
-  const auto killed = clock::now();
-  int status = 0;
-  bool ended = false;
-  while (!ended && clock::now() - killed < std::chrono::seconds(30)) {
-    ended = waitpid(launcher, &status, WNOHANG) == launcher;
-    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  if (!ended) {
+  if (victim == 0) {
     kill(-launcher, SIGKILL);
-    waitpid(launcher, &status, 0);
+    waitpid(launcher, &f.status, 0);
+    return f;
   }
-  ASSERT_TRUE(ended) << "the run still hung 30 s after rank 1 was killed";
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "status " << status;
-  // Open MPI: "process rank 1 with PID ..."; MPICH's Hydra: "RANK 1 PID ...".
-  std::string said = read_file(err_p) + read_file(out_p);
-  std::transform(said.begin(), said.end(), said.begin(), [](unsigned char c) { return std::tolower(c); });
-  EXPECT_NE(said.find("rank 1"), std::string::npos) << said;
-  // No rank is left behind.
+  f.started = true;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the ranks are training
+  kill(victim, signal);
+  const auto hit = clock::now();
+  while (!f.ended && clock::now() - hit < std::chrono::seconds(40)) {
+    f.ended = waitpid(launcher, &f.status, WNOHANG) == launcher;
+    if (!f.ended) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  f.seconds = std::chrono::duration<double>(clock::now() - hit).count();
+  if (!f.ended) {
+    kill(victim, SIGKILL);
+    kill(-launcher, SIGKILL);
+    waitpid(launcher, &f.status, 0);
+  }
+  f.said = read_file(err_p) + read_file(out_p);
+  std::transform(f.said.begin(), f.said.end(), f.said.begin(), [](unsigned char c) { return std::tolower(c); });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  EXPECT_EQ(find_rank(marker, 0), 0);
-  EXPECT_EQ(find_rank(marker, 2), 0);
+  f.others_left = find_rank(marker, 0) != 0 || find_rank(marker, 1) != 0 || find_rank(marker, 2) != 0;
+  if (f.others_left) kill(-launcher, SIGKILL);
+  return f;
+}
+
+// A rank killed mid-training: every other rank ends, the launcher exits non-zero within 30 s,
+// and its message names the rank.
+TEST_F(CliTrainDist, AKilledRankEndsEveryRankWithinThirtySeconds) {
+  const FaultOutcome f = fault_run(dir_.path.string(), SIGKILL, {});
+  ASSERT_TRUE(f.started) << "rank 1 never started";
+  ASSERT_TRUE(f.ended && f.seconds < 30) << "the run still ran " << f.seconds << " s after rank 1 was killed";
+  EXPECT_TRUE(WIFEXITED(f.status) && WEXITSTATUS(f.status) != 0) << "status " << f.status;
+  // Open MPI: "process rank 1 with PID ..."; MPICH's Hydra: "RANK 1 PID ...".
+  EXPECT_NE(f.said.find("rank 1"), std::string::npos) << f.said;
+  EXPECT_FALSE(f.others_left) << "a rank outlived the run";
+}
+
+// A stopped rank is alive to the launcher, which therefore ends nothing: d5's watchdog must. With
+// the default timeout (20 s) rank 1's right neighbour names it and the run ends with exit 4.
+TEST_F(CliTrainDist, AStoppedRankIsNamedByTheWatchdogAndEndsTheRunWithinThirtySeconds) {
+  const FaultOutcome f = fault_run(dir_.path.string(), SIGSTOP, {});
+  ASSERT_TRUE(f.started) << "rank 1 never started";
+  ASSERT_TRUE(f.ended && f.seconds < 30) << "the run still ran " << f.seconds << " s after rank 1 was stopped";
+  EXPECT_GT(f.seconds, 19) << "the watchdog fired before its 20 s timeout:\n" << f.said;
+  EXPECT_TRUE(WIFEXITED(f.status) && WEXITSTATUS(f.status) == 4) << "status " << f.status << "\n" << f.said;
+  EXPECT_NE(f.said.find("d5: rank 2 (" ), std::string::npos) << f.said;
+  EXPECT_NE(f.said.find("rank 1 (host"), std::string::npos) << f.said;
+  EXPECT_NE(f.said.find("has sent no heartbeat for 2"), std::string::npos) << f.said;
+  EXPECT_FALSE(f.others_left) << "a rank outlived the run";
+}
+
+// --dist-timeout sets the watchdog's patience; the result file records it.
+TEST_F(CliTrainDist, DistTimeoutIsHonouredAndRecorded) {
+  const FaultOutcome f = fault_run(dir_.path.string(), SIGSTOP, {"--dist-timeout", "3"});
+  ASSERT_TRUE(f.started);
+  ASSERT_TRUE(f.ended);
+  EXPECT_GT(f.seconds, 2.9);
+  EXPECT_LT(f.seconds, 15);
+  EXPECT_NE(f.said.find("watchdog timeout 3 s"), std::string::npos) << f.said;
+
+  const std::string out = path("r.json");
+  auto r = mpirun(2, train_args(8, 4, {"--dist", "dsgd", "--dist-timeout", "7.5", "--format", "json", "-o", out}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(out);
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["cases"][0]["params"]["dist"]["watchdog_s"].get<double>(), 7.5);
 }
 
 }  // namespace

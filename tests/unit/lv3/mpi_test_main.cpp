@@ -8,6 +8,8 @@
 
 namespace {
 
+constexpr double kWatchdogSecondsInTests = 4;
+
 class RankPrefix : public testing::EmptyTestEventListener {
  public:
   explicit RankPrefix(int rank) : rank_(rank) {}
@@ -23,6 +25,8 @@ class RankPrefix : public testing::EmptyTestEventListener {
 
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
+  // Shorter than the default so that MpiWatchdog.* can outlast it in a few seconds.
+  d5::set_mpi_watchdog_timeout(kWatchdogSecondsInTests);
   auto world = d5::mpi_world();
   testing::UnitTest::GetInstance()->listeners().Append(new RankPrefix(world->rank()));
   return RUN_ALL_TESTS();

@@ -2,6 +2,7 @@
 // messages it counts per peer and per collective.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <numeric>
 #include <set>
 #include <vector>
@@ -29,6 +30,20 @@ TEST_F(MpiCommunicatorTest, WorldHasSeveralRanks) {
   EXPECT_GE(n, 2);
   EXPECT_EQ(comm->name(), "mpi");
   EXPECT_TRUE(launched_by_mpi_launcher());
+}
+
+// The watchdog (started by mpi_world() with the tests' 4 s timeout) listens for heartbeats from a
+// thread, so a rank that computes for longer than the timeout while the others wait for it in a
+// collective is not taken for lost: this test would end the run with exit 4 if it were.
+TEST_F(MpiCommunicatorTest, ARankBusyForLongerThanTheWatchdogTimeoutIsNotTakenForLost) {
+  ASSERT_EQ(mpi_watchdog_timeout(), 4.0);
+  const auto start = std::chrono::steady_clock::now();
+  if (rank == 0) {
+    volatile double sink = 0;
+    while (std::chrono::steady_clock::now() - start < std::chrono::seconds(6)) sink = sink + 1e-9;
+  }
+  comm->barrier();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::seconds(6));
 }
 
 TEST_F(MpiCommunicatorTest, AllreduceSumMeanMaxAndTheirBytes) {
