@@ -16,7 +16,8 @@ namespace d5 {
 
 struct DistributedOptions {
   std::string scheme = "dsgd";
-  double bucket_mb = 25;      // dsgd: fusion threshold in MiB; 0: one allreduce per tensor
+  double bucket_mb = 25;      // dsgd: most MiB fused into one allreduce; 0: one allreduce per tensor
+  double fuse_kb = BucketPolicy::kDefaultFuseBelowBytes / 1024.0;  // dsgd: only smaller tensors are fused
   bool overlap = true;        // dsgd: start buckets during backprop (gradient_overlap.h)
   int64_t staleness = 0;      // ssgd: updates may use gradients up to this many steps old
   int64_t average_every = 1;  // mavg: local steps between parameter averages
@@ -30,7 +31,7 @@ struct DistributedOptions {
 class ConsistentDecentralized : public DistributedOptimizer {
  public:
   ConsistentDecentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, double bucket_mb,
-                          bool overlap = true);
+                          bool overlap = true, double fuse_kb = BucketPolicy::kDefaultFuseBelowBytes / 1024.0);
   ~ConsistentDecentralized() override;
   std::string scheme() const override { return "dsgd"; }
   const TensorBuckets& buckets() const { return buckets_; }

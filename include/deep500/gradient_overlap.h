@@ -29,7 +29,7 @@ namespace d5 {
 class OverlappedAllreduce : public ExecutorEvent {
  public:
   // The network is the executor's: the one whose backward pass the events will report.
-  OverlappedAllreduce(std::shared_ptr<Communicator> comm, const Network& network, int64_t bucket_bytes);
+  OverlappedAllreduce(std::shared_ptr<Communicator> comm, const Network& network, const BucketPolicy& policy);
 
   void before_executor(const TensorMap& feeds) override;
   bool after_operator(const Node& node, Pass pass, std::span<const Tensor> outputs) override;
@@ -47,6 +47,7 @@ class OverlappedAllreduce : public ExecutorEvent {
   struct Bucket {
     std::vector<std::string> params;
     int64_t bytes = 0;
+    bool fusable = false;
     std::vector<std::byte> buffer;  // packed gradients; empty for a one-tensor bucket (in place)
     size_t ready = 0;
     CommRequestPtr request;
@@ -57,7 +58,7 @@ class OverlappedAllreduce : public ExecutorEvent {
   void start(size_t b, const std::vector<Tensor>& tensors);
 
   std::shared_ptr<Communicator> comm_;
-  int64_t bucket_bytes_;
+  BucketPolicy policy_;
   bool planned_ = false;
   std::set<std::string> single_use_;      // f32 parameters read by exactly one node
   std::vector<std::string> ready_order_;  // first step: the order their gradients appeared

@@ -17,6 +17,11 @@ void add_dist_options(CLI::App& cmd, DistOptions& o) {
   cmd.add_option("--bucket-mb", o.scheme.bucket_mb, "dsgd: fuse gradients into allreduces of this many MiB (0: per tensor)")
       ->check(CLI::NonNegativeNumber)
       ->default_val(25);
+  cmd.add_option("--fuse-kb", o.scheme.fuse_kb,
+                 "dsgd: only gradients smaller than this many KiB are packed into buckets; larger ones are reduced "
+                 "alone, in place")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(o.scheme.fuse_kb);
   cmd.add_flag("--no-overlap{false}", o.scheme.overlap,
                "dsgd: reduce gradients after backprop instead of starting buckets as gradients become ready");
   cmd.add_option("--staleness", o.scheme.staleness, "ssgd: apply gradients up to this many steps late")
@@ -56,6 +61,7 @@ void add_distributed_results(Communicator& comm, const DistOptions& o, const Dis
   c.params["dist"] = {{"scheme", o.scheme.scheme},
                       {"ranks", comm.size()},
                       {"bucket_mb", o.scheme.bucket_mb},
+                      {"fuse_kb", o.scheme.fuse_kb},
                       {"overlap", o.scheme.overlap},
                       {"staleness", o.scheme.staleness},
                       {"avg_every", o.scheme.average_every},

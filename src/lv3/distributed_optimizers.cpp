@@ -13,11 +13,13 @@
 namespace d5 {
 
 ConsistentDecentralized::ConsistentDecentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm,
-                                                 double bucket_mb, bool overlap)
+                                                 double bucket_mb, bool overlap, double fuse_kb)
     : DistributedOptimizer(std::move(inner), std::move(comm)),
-      buckets_(static_cast<int64_t>(std::llround(bucket_mb * (1 << 20)))),
+      buckets_(static_cast<int64_t>(std::llround(bucket_mb * (1 << 20))), false,
+               static_cast<int64_t>(std::llround(fuse_kb * 1024))),
       overlap_enabled_(overlap) {
   D5_CHECK_ARG(bucket_mb >= 0 && std::isfinite(bucket_mb), "--bucket-mb must be >= 0, not {}", bucket_mb);
+  D5_CHECK_ARG(fuse_kb >= 0 && std::isfinite(fuse_kb), "--fuse-kb must be >= 0, not {}", fuse_kb);
   set_hook([this](Network& n) {
     if (overlap_) {
       overlap_->complete(n);
@@ -36,7 +38,7 @@ TensorMap ConsistentDecentralized::distributed_step(GraphExecutor& executor, con
                                                     const std::string& loss) {
   if (overlap_enabled_ && overlap_executor_ != &executor) {
     if (overlap_) overlap_->detach();
-    overlap_ = std::make_shared<OverlappedAllreduce>(comm_, executor.network(), buckets_.bucket_bytes());
+    overlap_ = std::make_shared<OverlappedAllreduce>(comm_, executor.network(), buckets_.policy());
     executor.add_event(overlap_);
     overlap_executor_ = &executor;
   }
@@ -268,7 +270,7 @@ std::unique_ptr<DistributedOptimizer> make_distributed_optimizer(const Distribut
                                                                  std::unique_ptr<Optimizer> inner,
                                                                  std::shared_ptr<Communicator> comm) {
   if (o.scheme == "dsgd")
-    return std::make_unique<ConsistentDecentralized>(std::move(inner), comm, o.bucket_mb, o.overlap);
+    return std::make_unique<ConsistentDecentralized>(std::move(inner), comm, o.bucket_mb, o.overlap, o.fuse_kb);
   if (o.scheme == "pssgd") return std::make_unique<ConsistentCentralized>(std::move(inner), comm, o.root);
   if (o.scheme == "asgd") return std::make_unique<InconsistentCentralized>(std::move(inner), comm);
   if (o.scheme == "ssgd") return std::make_unique<StaleSynchronous>(std::move(inner), comm, o.staleness);

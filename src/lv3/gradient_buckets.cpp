@@ -19,13 +19,14 @@ void TensorBuckets::plan(const std::vector<Tensor>& tensors) {
     D5_CHECK_ARG(t.dtype() == DType::f32 || t.dtype() == DType::f64,
                  "distributed reduction of {} tensors is not supported (f32 and f64 are)", to_string(t.dtype()));
     const auto bytes = static_cast<int64_t>(t.bytes());
-    const bool joins =
-        !plan_.empty() && plan_.back().dtype == t.dtype() && plan_.back().bytes + bytes <= bucket_bytes_;
+    const bool fusable = policy_.fusable(bytes);
+    const bool joins = !plan_.empty() && plan_.back().fusable && plan_.back().dtype == t.dtype() &&
+                       policy_.joins(plan_.back().bytes, bytes);
     if (joins) {
       plan_.back().last = i + 1;
       plan_.back().bytes += bytes;
     } else {
-      plan_.push_back({i, i + 1, t.dtype(), bytes});
+      plan_.push_back({i, i + 1, t.dtype(), bytes, fusable});
     }
   }
   buffers_.assign(plan_.size(), {});

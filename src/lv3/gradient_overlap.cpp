@@ -8,8 +8,8 @@
 namespace d5 {
 
 OverlappedAllreduce::OverlappedAllreduce(std::shared_ptr<Communicator> comm, const Network& network,
-                                         int64_t bucket_bytes)
-    : comm_(std::move(comm)), bucket_bytes_(bucket_bytes), rest_(bucket_bytes) {
+                                         const BucketPolicy& policy)
+    : comm_(std::move(comm)), policy_(policy), rest_(policy.bucket_bytes, false, policy.fuse_below_bytes) {
   std::map<std::string, int> readers;
   for (const Node& node : network.nodes()) {
     for (const auto& in : node.inputs) {
@@ -84,13 +84,16 @@ void OverlappedAllreduce::start(size_t b, const std::vector<Tensor>& tensors) {
 }
 
 void OverlappedAllreduce::plan() {
-  // Consecutive gradients in the order they became ready, up to bucket_bytes per bucket.
+  // Consecutive small gradients in the order they became ready, as TensorBuckets fuses them.
   std::set<std::string> seen;
   for (const auto& name : ready_order_) {
     if (!seen.insert(name).second) continue;
     const auto bytes = static_cast<int64_t>(ready_.count(name) ? ready_.at(name).bytes() : 0);
-    const bool joins = !buckets_.empty() && buckets_.back().bytes + bytes <= bucket_bytes_;
-    if (!joins) buckets_.emplace_back();
+    const bool joins = !buckets_.empty() && buckets_.back().fusable && policy_.joins(buckets_.back().bytes, bytes);
+    if (!joins) {
+      buckets_.emplace_back();
+      buckets_.back().fusable = policy_.fusable(bytes);
+    }
     buckets_.back().params.push_back(name);
     buckets_.back().bytes += bytes;
     bucket_of_[name] = buckets_.size() - 1;
