@@ -10,6 +10,10 @@
 // loss.backward(). Rounds alternate which side goes first, in one process, so load changes hit
 // both alike (steps alternate within a round too); the ratio of each round's medians gives a median
 // with its 95% CI. Target: <= 1.03. --threads sets ATen's thread count (0: its default);
+// --malloc keep (the default here) or system picks the allocator policy for the whole process
+// (include/deep500/malloc_policy.h): under glibc's defaults both sides pay page faults that
+// depend on the order in which tensors are freed, which is not the executor's work; page faults
+// per step are printed for each side.
 // --gradients adopt,accumulate times the executor with each way of landing gradients in the network.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -18,11 +22,13 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <sys/resource.h>
 #include <iostream>
 
 #include "backends/torch/torch_executor.h"
 #include "bench_util.h"
 #include "deep500/graph_executor.h"
+#include "deep500/malloc_policy.h"
 #include "deep500/manifest.h"
 #include "deep500/network.h"
 #include "deep500/op_registry.h"
@@ -186,6 +192,12 @@ at::Tensor aten_of(const Tensor& t) {
                        at::TensorOptions().dtype(t.dtype() == DType::i64 ? at::kLong : at::kFloat));
 }
 
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
+
 double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -197,11 +209,12 @@ struct Side {
   std::string sink;                        // "adopt" or "accumulate" (TorchExecutor's GradientSink)
   std::vector<double> ratios, cpu_ratios;  // per round: median step / hand-written median step
   double median_s = 0;                     // median over rounds of the round's median step
+  double faults = 0;                       // median minor page faults per step
 };
 
 struct Measured {
   std::vector<Side> sides;
-  double hand_median = 0, zero_grad_median = 0;
+  double hand_median = 0, zero_grad_median = 0, hand_faults = 0;
   int runs = 0;
 };
 
@@ -283,14 +296,19 @@ Measured measure(const Workload& w, const std::vector<std::string>& sinks, int r
   m.runs = static_cast<int>(std::clamp(round_seconds / probe, 1.0, 200.0));
   // Each step is timed by the wall clock and by the process's CPU time: on a loaded machine the
   // wall clock also counts the time other processes held the cores, CPU time only ours.
-  auto timed = [](const std::function<void()>& f, std::vector<double>& wall, std::vector<double>& cpu) {
+  // Minor page faults too: a step that touches freshly mapped memory pays the kernel for zeroed pages.
+  const size_t n = steps.size(), hand = n - 1;
+  std::vector<std::vector<double>> faults(n);
+  auto timed = [&faults](size_t side, const std::function<void()>& f, std::vector<double>& wall,
+                         std::vector<double>& cpu) {
+    const long f0 = minor_faults();
     const double c0 = process_cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
     f();
     wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     cpu.push_back(process_cpu_seconds() - c0);
+    faults[side].push_back(static_cast<double>(minor_faults() - f0));
   };
-  const size_t n = steps.size(), hand = n - 1;
   std::vector<std::vector<double>> meds(n);
   for (int round = 0; round <= rounds; ++round) {
     // The sides take turns step by step, and which one leads rotates, so a load change on the
@@ -299,7 +317,7 @@ Measured measure(const Workload& w, const std::vector<std::string>& sinks, int r
     for (int i = 0; i < m.runs; ++i)
       for (size_t k = 0; k < n; ++k) {
         const size_t side = (k + static_cast<size_t>(round + i)) % n;
-        timed(steps[side], wall[side], cpu[side]);
+        timed(side, steps[side], wall[side], cpu[side]);
       }
     if (round == 0) continue;  // warms allocators and caches for every side
     for (size_t k = 0; k < n; ++k) meds[k].push_back(median(wall[k]));
@@ -308,8 +326,12 @@ Measured measure(const Workload& w, const std::vector<std::string>& sinks, int r
       m.sides[k].cpu_ratios.push_back(median(cpu[k]) / median(cpu[hand]));
     }
   }
-  for (size_t k = 0; k < hand; ++k) m.sides[k].median_s = median(meds[k]);
+  for (size_t k = 0; k < hand; ++k) {
+    m.sides[k].median_s = median(meds[k]);
+    m.sides[k].faults = median(faults[k]);
+  }
   m.hand_median = median(meds[hand]);
+  m.hand_faults = median(faults[hand]);
   return m;
 }
 
@@ -319,7 +341,8 @@ int main(int argc, char** argv) try {
   set_invocation(argc, argv);
   const Args args(argc, argv,
                   {{"networks", "lenet5,resnet18"}, {"rounds", "10"}, {"round-seconds", "1"},
-                   {"lenet-batch", "64"}, {"resnet-batch", "16"}, {"resnet-image", "224"}, {"threads", "0"}, {"gradients", "adopt"}, {"json", ""}});
+                   {"lenet-batch", "64"}, {"resnet-batch", "16"}, {"resnet-image", "224"}, {"threads", "0"}, {"gradients", "adopt"}, {"json", ""}, {"malloc", "keep"}});
+  set_malloc_policy(parse_malloc_policy(args.str("malloc")));
   register_builtin_operators();
   if (args.integer("threads") > 0) at::set_num_threads(args.integer("threads"));
   const int rounds = args.integer("rounds");
@@ -334,17 +357,18 @@ int main(int argc, char** argv) try {
        [](AtenModel& m, const at::Tensor& x, const at::Tensor& l) { return resnet18(m, x, l); }}};
 
   Results res;
-  std::cout << fmt::format("threads: {} (ATen); rounds: {}; ratio = executor step / hand-written step\n",
-                           at::get_num_threads(), rounds);
+  std::cout << fmt::format("threads: {} (ATen); malloc: {}; rounds: {}; ratio = executor step / hand-written step\n",
+                           at::get_num_threads(), args.str("malloc"), rounds);
   for (const auto& name : args.list("networks")) {
     const auto w = std::find_if(all.begin(), all.end(), [&](const Workload& x) { return x.name == name; });
     D5_CHECK_ARG(w != all.end(), "unknown network '{}' (lenet5, resnet18)", name);
     const auto m = measure(*w, args.list("gradients"), rounds, args.number("round-seconds"));
-    std::cout << fmt::format("{:<9} batch {:>3}  hand-written {:>9.3f} ms  ({} runs/round)\n", w->name, w->input[0],
-                             m.hand_median * 1e3, m.runs);
+    std::cout << fmt::format("{:<9} batch {:>3}  hand-written {:>9.3f} ms  {:>7.0f} page faults  ({} runs/round)\n",
+                             w->name, w->input[0], m.hand_median * 1e3, m.hand_faults, m.runs);
     for (const auto& side : m.sides) {
-      std::cout << fmt::format("  executor ({:<10}) {:>9.3f} ms  ratio {}  CPU-time ratio {}  (target <= 1.03)\n",
-                               side.sink, side.median_s * 1e3, with_ci(side.ratios), with_ci(side.cpu_ratios));
+      std::cout << fmt::format(
+          "  executor ({:<10}) {:>9.3f} ms  {:>7.0f} page faults  ratio {}  CPU-time ratio {}  (target <= 1.03)\n",
+          side.sink, side.median_s * 1e3, side.faults, with_ci(side.ratios), with_ci(side.cpu_ratios));
       res.cases.push_back(ratio_case(fmt::format("{} ({})", w->name, side.sink), "torch",
                                      {{"batch", w->input[0]}, {"input", w->input.to_string()}, {"gradients", side.sink}},
                                      side.ratios,
@@ -352,6 +376,8 @@ int main(int argc, char** argv) try {
                                       {"executor_median_s", side.median_s},
                                       {"hand_written_median_s", m.hand_median},
                                       {"cpu_time_ratios", side.cpu_ratios},
+                                      {"page_faults_per_step", side.faults},
+                                      {"hand_written_page_faults_per_step", m.hand_faults},
                                       {"zero_grad_median_s", m.zero_grad_median},
                                       {"runs_per_round", m.runs}}));
       res.cases.back().level = "L1";

@@ -62,6 +62,11 @@ class Network {
   Tensor fetch_tensor(const std::string& name) const;
   std::vector<Tensor> fetch_tensors(const std::vector<std::string>& names) const;
   bool has_value(const std::string& name) const { return values_.count(name) != 0; }
+  // Forgets the stored value of a tensor that is not an initializer (a gradient, an input, an
+  // intermediate); nothing happens when there is none. An executor drops the last step's
+  // gradients before computing new ones, so that their memory can be reused within the step.
+  // InvalidArgument for an initializer (remove_initializer removes those).
+  void release_value(const std::string& name);
   bool is_initializer(const std::string& name) const { return initializers_.count(name) != 0; }
   bool is_param(const std::string& name) const;
   void set_param(const std::string& name, bool is_param);

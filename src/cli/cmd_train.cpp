@@ -195,8 +195,9 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
   to.test_every_epochs = o.test_every_epochs;
   to.test_every_steps = o.test_every_steps;
   to.train_accuracy_every = o.train_accuracy_every;
+  // Only rank 0 writes checkpoints; the others hold the same parameters.
   to.checkpoint_path = writes ? o.checkpoint : "";
-  to.checkpoint_every = o.checkpoint_every;
+  to.checkpoint_every = writes ? o.checkpoint_every : 0;
   Trainer trainer(*executor, loader, test_set.get(), *optimizer, to);
   {
     const int64_t ranks = comm ? comm->size() : 1;

@@ -8,6 +8,7 @@
 #include "deep500/build_info.h"
 #include "deep500/determinism.h"
 #include "deep500/error.h"
+#include "deep500/malloc_policy.h"
 #include "deep500/manifest.h"
 #include "deep500/mpi_world.h"
 #include "deep500/threads.h"
@@ -76,6 +77,10 @@ int main(int argc, char** argv) {
   app.add_flag("--deterministic", global.deterministic,
                "Deterministic algorithms and reductions: two runs give bitwise-identical outputs "
                "(docs/reproducibility.md)");
+  app.add_option("--malloc", global.malloc,
+                 "system: the C library's allocator as it comes; keep: serve every size from the heap and never "
+                 "give freed memory back, so steps do not pay page faults by the luck of free order (docs/malloc.md)")
+      ->check(CLI::IsMember({"system", "keep"}));
 
   const std::vector<Command> commands = {register_info(app, global), register_stats(app, global),
                                          register_ops(app, global), register_onnx_test(app, global),
@@ -96,6 +101,7 @@ int main(int argc, char** argv) {
     d5::register_builtin_backends();
     d5::set_num_threads(global.threads);
     d5::set_deterministic(global.deterministic);
+    d5::set_malloc_policy(d5::parse_malloc_policy(global.malloc));
     for (const auto& c : commands)
       if (c.app->parsed()) return c.run();
     return kExitUsage;

@@ -66,6 +66,13 @@ void Network::remove_output(const std::string& name) {
 
 // ---------------------------------------------------------------- values
 
+void Network::release_value(const std::string& name) {
+  D5_CHECK_ARG(!initializers_.count(name),
+               "network '{}': '{}' is an initializer; its value cannot be released (remove_initializer removes it)",
+               name_, name);
+  values_.erase(name);
+}
+
 void Network::feed_tensor(const std::string& name, Tensor value, bool is_param) {
   D5_CHECK_ARG(!name.empty(), "network '{}': feed_tensor needs a tensor name", name_);
   D5_CHECK_ARG(value.defined(), "network '{}': feed_tensor('{}') was given an empty tensor", name_, name);

@@ -3,6 +3,7 @@
 #include "deep500/backend.h"
 #include "deep500/build_info.h"
 #include "deep500/device.h"
+#include "deep500/malloc_policy.h"
 #include "deep500/runtime_libraries.h"
 #include "deep500/system_info.h"
 #include "deep500/threads.h"
@@ -102,6 +103,7 @@ json make_manifest(const ExperimentSettings& settings) {
       {"hostname", os.hostname},
       {"threads", {{"requested", t.requested}, {"omp_max_threads", t.omp_max_threads},
                    {"backends", t.backends}}},
+      {"malloc", to_string(malloc_policy())},
       {"environment", relevant_environment()},
       {"seeds", {{"master", settings.seed}, {"streams", settings.streams_used},
                  {"derivation", "Philox-4x32-10 keyed by the master seed; stream = FNV-1a(name)"}}},

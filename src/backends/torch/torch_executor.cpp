@@ -234,8 +234,13 @@ void TorchExecutor::bind_values(bool training) {
         network_.feed_tensor(gname, b.grad);
       }
       b.value.mutable_grad() = b.grad_view;
-    } else if (training && b.trainable && b.value.grad().defined()) {
-      b.value.mutable_grad().reset();  // adopt: autograd::grad returns the gradients instead
+    } else if (training && b.trainable) {
+      if (b.value.grad().defined()) b.value.mutable_grad().reset();  // adopt: autograd::grad returns them instead
+      // The network lets go of the last step's gradients, so that this step's backward pass can
+      // reuse their memory as a hand-written loop that resets .grad does; holding them through the
+      // step added a third more page faults and 4-6% to a ResNet-18 step. Whoever else holds
+      // them keeps them.
+      network_.release_value(Network::gradient_name(b.name));
     }
     env_[static_cast<size_t>(b.slot)] = b.value;
   }

@@ -33,7 +33,10 @@ enum class GradientSink {
   // torch::autograd::grad returns each parameter's gradient in the buffer ATen computed it in (the
   // one a hand-written loop's AccumulateGrad would steal), and the network gets a new d5 tensor
   // owning that buffer (Tensor::adopt): no copy. A gradient ATen gives as a strided view (a
-  // transposed Gemm weight's) is copied, as AccumulateGrad would clone it.
+  // transposed Gemm weight's) is copied, as AccumulateGrad would clone it. The network holds no
+  // gradient values while the step runs: the last step's are released at its start, so their
+  // memory is reused as when a hand-written loop resets .grad (a backward pass the events stop
+  // leaves none).
   adopt,
   // Each leaf's .grad is a view of a d5 tensor the executor made once and keeps in the network,
   // zeroed before the step, and AccumulateGrad adds into it: no allocation per step, but a

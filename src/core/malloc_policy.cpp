@@ -1,0 +1,47 @@
+// The allocator policy (include/deep500/malloc_policy.h).
+#include "deep500/malloc_policy.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <climits>
+
+#include "deep500/error.h"
+
+namespace d5 {
+
+namespace {
+MallocPolicy current = MallocPolicy::system;
+}
+
+void set_malloc_policy(MallocPolicy policy) {
+  if (policy == MallocPolicy::system) {
+    // Nothing to undo when nothing was set; after `keep` the process keeps what it holds.
+    D5_CHECK_ARG(current == MallocPolicy::system, "the malloc policy cannot go back from keep to system");
+    return;
+  }
+#if defined(__GLIBC__)
+  // The largest mmap threshold glibc accepts (HEAP_MAX_SIZE / 2 on 64-bit) sends every tensor of
+  // a network's size to the heap; an INT_MAX trim threshold keeps freed memory there.
+  D5_CHECK(mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024) == 1, Internal, "mallopt(M_MMAP_THRESHOLD) failed");
+  D5_CHECK(mallopt(M_MMAP_MAX, 0) == 1, Internal, "mallopt(M_MMAP_MAX) failed");
+  D5_CHECK(mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1, Internal, "mallopt(M_TRIM_THRESHOLD) failed");
+  D5_CHECK(mallopt(M_TOP_PAD, 64 * 1024 * 1024) == 1, Internal, "mallopt(M_TOP_PAD) failed");
+  current = policy;
+#else
+  D5_THROW(Unimplemented, "--malloc keep needs glibc's mallopt; this C library has none (use --malloc system)");
+#endif
+}
+
+MallocPolicy malloc_policy() { return current; }
+
+MallocPolicy parse_malloc_policy(const std::string& name) {
+  if (name == "system") return MallocPolicy::system;
+  if (name == "keep") return MallocPolicy::keep;
+  D5_THROW(InvalidArgument, "unknown malloc policy '{}' (system, keep)", name);
+}
+
+std::string to_string(MallocPolicy policy) { return policy == MallocPolicy::keep ? "keep" : "system"; }
+
+}  // namespace d5
