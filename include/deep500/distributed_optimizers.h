@@ -134,11 +134,16 @@ class ConsistentNeighbors : public DistributedOptimizer {
 // Top-k sparsified DSGD with error feedback: each rank adds its residual to its gradient, sends
 // the k = ceil(topk x elements) largest magnitudes as (index, value) pairs and keeps the rest as
 // the next residual. The sparse allreduce gathers every rank's pairs (SparCML's sparse
-// allgather, without its switch to dense) and sums them in rank order. topk = 1 is DSGD.
+// allgather) and sums them in rank order, or, when the gathered pairs would take more bytes than
+// the dense vector (SparCML's switch to dense), allreduces the scattered values densely. topk = 1
+// is DSGD.
 class SparseAllreduce : public DistributedOptimizer {
  public:
   SparseAllreduce(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, double topk);
   std::string scheme() const override { return "sparse"; }
+  // Steps that went dense (the gathered pairs would have outweighed the dense vector), of all.
+  int64_t dense_steps() const { return dense_steps_; }
+  int64_t reduced_steps() const { return reduced_steps_; }
 
  protected:
   TensorMap distributed_step(GraphExecutor& executor, const TensorMap& feeds, const std::string& loss) override;
@@ -147,6 +152,7 @@ class SparseAllreduce : public DistributedOptimizer {
   void reduce(Network& network);
   double topk_;
   std::vector<float> residual_;
+  int64_t dense_steps_ = 0, reduced_steps_ = 0;
 };
 
 // A scheme by name: dsgd, pssgd, asgd, ssgd, mavg, dpsgd, sparse. InvalidArgument listing the names

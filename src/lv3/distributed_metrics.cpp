@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "deep500/distributed_optimizers.h"
 #include "deep500/error.h"
 
 namespace d5 {
@@ -21,7 +22,11 @@ nlohmann::json rank_metrics(const Communicator& comm, const DistributedOptimizer
     if (op != "broadcast" && op != "ibroadcast" && op != "gather" && op != "scatter") bytes += c.bytes;
   }
   const auto steps = static_cast<int64_t>(t.step_s.size());
+  nlohmann::json scheme_facts = nlohmann::json::object();
+  if (const auto* sparse = dynamic_cast<const SparseAllreduce*>(&optimizer))
+    scheme_facts["dense_steps"] = sparse->dense_steps();
   return {{"rank", comm.rank()},
+          {"scheme", scheme_facts},
           {"steps", steps},
           {"step_time_s", step},
           {"compute_s", step - communication},

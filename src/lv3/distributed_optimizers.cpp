@@ -246,11 +246,23 @@ void SparseAllreduce::reduce(Network& network) {
   std::vector<int64_t> counts(static_cast<size_t>(comm_->size()));
   comm_->allgather(&k, 1, DType::i64, counts.data());
   const int64_t received = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  std::vector<float> dense(acc.size(), 0.f);
+  ++reduced_steps_;
+  // SparCML's switch to a dense representation: once the gathered (index, value) pairs would
+  // outweigh the dense vector, a dense allreduce of the scattered values carries fewer bytes. Every
+  // rank knows every count, so all take the same branch.
+  constexpr int64_t kPairBytes = sizeof(int64_t) + sizeof(float);
+  if (received * kPairBytes >= total * static_cast<int64_t>(sizeof(float))) {
+    ++dense_steps_;
+    for (size_t j = 0; j < index.size(); ++j) dense[static_cast<size_t>(index[j])] = values[j];
+    comm_->allreduce(dense.data(), total, DType::f32, ReduceOp::mean);
+    unpack_f32(dense, grads);
+    return;
+  }
   std::vector<int64_t> all_index(static_cast<size_t>(received));
   std::vector<float> all_values(static_cast<size_t>(received));
   comm_->allgatherv(index.data(), k, DType::i64, all_index.data(), counts);
   comm_->allgatherv(values.data(), k, DType::f32, all_values.data(), counts);
-  std::vector<float> dense(acc.size(), 0.f);
   for (size_t j = 0; j < all_index.size(); ++j) dense[static_cast<size_t>(all_index[j])] += all_values[j];
   divide_in_place(dense.data(), total, DType::f32, comm_->size());
   unpack_f32(dense, grads);

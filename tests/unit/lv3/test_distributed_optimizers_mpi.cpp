@@ -303,15 +303,27 @@ TEST_F(DistributedOptimizerTest, SparseWithEveryElementEqualsDsgd) {
   DistributedOptions o;
   o.scheme = "sparse";
   o.topk = 1.0;
-  expect_close(distributed(o, "sgd", kSgd), one_process("sgd", kSgd), "sparse k=100%");
+  comm->volume().reset();
+  DistributedOptimizer* d = nullptr;
+  expect_close(distributed(o, "sgd", kSgd, &d), one_process("sgd", kSgd), "sparse k=100%");
+  // Every element from every rank: the pairs would outweigh the dense vector, so every step goes
+  // dense (one allreduce of the gradient bytes) and no pair is gathered.
+  const auto* sparse_all = dynamic_cast<const SparseAllreduce*>(d);
+  ASSERT_NE(sparse_all, nullptr);
+  EXPECT_EQ(sparse_all->dense_steps(), kSteps);
+  EXPECT_EQ(comm->volume().collective_bytes("allreduce"),
+            kSteps * static_cast<int64_t>(flat_params(*net).size() * sizeof(float)));
+  EXPECT_EQ(comm->volume().collective_bytes("allgatherv"), 0);
   comm->volume().reset();
   o.topk = 0.05;
   const auto sparse = distributed(o, "sgd", kSgd);
   EXPECT_TRUE(ranks_agree(sparse));
   const int64_t elements = static_cast<int64_t>(sparse.size());
   const int64_t k = static_cast<int64_t>(std::ceil(0.05 * static_cast<double>(elements)));
-  // Per step: k (index, value) pairs from every rank, plus one count each.
+  // Per step: k (index, value) pairs from every rank, plus one count each; 5% of the elements from
+  // 2 or 3 ranks stays sparse.
   EXPECT_EQ(comm->volume().collective_bytes("allgather"), kSteps * comm->size() * (8 + k * (8 + 4)));
+  EXPECT_EQ(dynamic_cast<const SparseAllreduce*>(dist.get())->dense_steps(), 0);
 }
 
 // A user's communication scheme (examples/ring_allreduce) under the same optimizer.
