@@ -59,6 +59,11 @@ struct TrainingOptions {
   // Save a checkpoint here every checkpoint_every steps and at the end; empty: none.
   std::string checkpoint_path;
   int64_t checkpoint_every = 0;
+  // In a distributed run, turns a stop decision that depends on this rank (its clock against
+  // time_limit_s, its test accuracy against target_accuracy) into one every rank shares, e.g. rank
+  // 0's by broadcast. Called at the same points on every rank: before every step when there is a
+  // time limit, after every test pass when there is a target. Empty: this process decides alone.
+  std::function<bool(bool)> agree;
 };
 
 // Where a run stands; passed to every event.

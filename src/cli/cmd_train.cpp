@@ -153,10 +153,6 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
   D5_CHECK_ARG(o.epochs > 0 || o.steps > 0 || o.time_limit > 0 || o.target > 0,
                "say how long to train: --epochs, --steps, --time-limit or --target-accuracy");
   const std::shared_ptr<Communicator> comm = dist_communicator(o.dist);
-  // Ranks stop together only when they stop at the same step: a time limit (and a target reached
-  // by one replica's parameters) would leave the others waiting in their next collective.
-  D5_CHECK_ARG(!comm || (o.time_limit == 0 && o.target == 0),
-               "--time-limit and --target-accuracy are not supported with --dist; use --epochs or --steps");
   const bool writes = !comm || comm->rank() == 0;
   const uint64_t data_seed = settings.stream("train/data").seed();
   auto train_set = open_split(o, o.train_split, o.train_range, data_seed);
@@ -198,6 +194,15 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
   // Only rank 0 writes checkpoints; the others hold the same parameters.
   to.checkpoint_path = writes ? o.checkpoint : "";
   to.checkpoint_every = writes ? o.checkpoint_every : 0;
+  // Ranks must stop at the same step, or the others would wait in their next collective: rank 0's
+  // clock and test accuracy decide for all (one byte broadcast per step with --time-limit, per
+  // test pass with --target-accuracy).
+  if (comm)
+    to.agree = [comm](bool mine) {
+      uint8_t v = mine ? 1 : 0;
+      comm->broadcast(&v, 1, DType::u8, 0);
+      return v != 0;
+    };
   Trainer trainer(*executor, loader, test_set.get(), *optimizer, to);
   {
     const int64_t ranks = comm ? comm->size() : 1;
@@ -208,7 +213,9 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
     trainer.add_event(std::make_shared<TrainingProgressBar>(writes && o.out.format != "json", total));
   }
   if (!o.resume.empty()) trainer.resume(o.resume);
-  const TrainingResult r = trainer.train();
+  TrainingResult r = trainer.train();
+  // Rank 0's test accuracy decided when to stop; every rank's exit code reports that verdict.
+  if (comm && o.target > 0) r.reached_target = to.agree(r.reached_target);
   if (dist != nullptr) dist->finish(net);
   if (writes && !o.save_model.empty()) {
 #ifdef D5_HAVE_ONNX

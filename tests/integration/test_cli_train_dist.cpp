@@ -128,6 +128,39 @@ TEST_F(CliTrainDist, RankZeroWritesEveryRanksMetrics) {
   EXPECT_TRUE(c["extra"]["distributed"]["summary"]["compute_s"].contains("imbalance"));
 }
 
+// Stop decisions that depend on one rank (its clock, its test accuracy) are rank 0's, shared by
+// broadcast: every rank stops at the same step, and none is left waiting in a collective.
+TEST_F(CliTrainDist, TimeLimitAndTargetAccuracyStopEveryRankAtTheSameStep) {
+  auto r = mpirun(2, {"train", "--model", "mlp", "--dataset", "synthetic-learnable", "--set", "shape=16", "--set",
+                      "classes=4", "--set", "samples=256", "--batch", "8", "--lr", "0.1", "--prefetch", "0",
+                      "--no-test", "--dist", "dsgd", "--time-limit", "0.3", "--format", "json", "-o", path("t.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(read_file(path("t.json")));
+  auto c = j["cases"][0];
+  EXPECT_EQ(c["extra"]["stop_reason"], "time_limit");
+  auto ranks = c["extra"]["distributed"]["ranks"];
+  EXPECT_GT(ranks[0]["steps"].get<int64_t>(), 0);
+  EXPECT_EQ(ranks[0]["steps"], ranks[1]["steps"]);
+  EXPECT_GE(ranks[0]["training_time_s"].get<double>(), 0.3);
+  // One byte per step from rank 0 carries the decision, and is counted.
+  EXPECT_GE(ranks[1]["volume"]["collectives"]["broadcast"]["calls"].get<int64_t>(), ranks[1]["steps"].get<int64_t>());
+
+  // Model averaging: the replicas' parameters differ between averages, so their test accuracies
+  // do too; rank 0's decides, and every rank exits 0 when rank 0 reached the target.
+  r = mpirun(3, {"train", "--model", "mlp", "--dataset", "synthetic-learnable", "--set", "shape=16", "--set",
+                 "classes=4", "--set", "samples=256", "--batch", "8", "--lr", "0.1", "--prefetch", "0",
+                 "--test-split", "test", "--test-every-steps", "7", "--dist", "mavg", "--avg-every", "3",
+                 "--target-accuracy", "0.4", "--epochs", "40", "--format", "json", "-o", path("a.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(read_file(path("a.json")));
+  c = j["cases"][0];
+  EXPECT_EQ(c["extra"]["stop_reason"], "target");
+  ranks = c["extra"]["distributed"]["ranks"];
+  EXPECT_EQ(ranks[0]["steps"], ranks[1]["steps"]);
+  EXPECT_EQ(ranks[0]["steps"], ranks[2]["steps"]);
+  EXPECT_LT(ranks[0]["epochs_completed"].get<int64_t>(), 40) << "stopped by the target, not the epochs";
+}
+
 TEST_F(CliTrainDist, SeveralRanksWithoutASchemeAreRefused) {
   const auto r = mpirun(2, train_args(8, 2, {}));
   EXPECT_NE(r.exit_code, 0);

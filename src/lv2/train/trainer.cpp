@@ -186,6 +186,14 @@ TrainingResult Trainer::train() {
   int64_t last_tested_step = -1;
 
   auto update_wall = [&] { progress_.wall_time_s = seconds_since(wall0); };
+  auto agreed = [&](bool mine) { return o.agree ? o.agree(mine) : mine; };
+  // Every rank tests at the same steps, so every rank asks here.
+  bool target_shared = false;
+  auto target_agreed = [&] {
+    if (o.target_accuracy <= 0) return false;
+    target_shared = target_shared || agreed(result.reached_target);
+    return target_shared;
+  };
   auto test_now = [&]() -> bool {
     update_wall();
     const bool go_on = run_test(result);
@@ -225,7 +233,7 @@ TrainingResult Trainer::train() {
         }
         break;
       }
-      if (o.time_limit_s > 0 && progress_.training_time_s - time_before >= o.time_limit_s) {
+      if (o.time_limit_s > 0 && agreed(progress_.training_time_s - time_before >= o.time_limit_s)) {
         stop = "time_limit";
         break;
       }
@@ -273,20 +281,23 @@ TrainingResult Trainer::train() {
       if (o.checkpoint_every > 0 && progress_.step % o.checkpoint_every == 0) save_checkpoint(o.checkpoint_path);
       if (test_set_ && o.test_every_steps > 0 && progress_.step % o.test_every_steps == 0) {
         if (!test_now() && stop.empty()) stop = "event";
-        if (result.reached_target && stop.empty()) stop = "target";
+        if (target_agreed() && stop.empty()) stop = "target";
       }
     }
     if (!epoch_done) break;
     ++epochs_completed_;
     update_wall();
     bool go_on = fire([&](TrainingEvent& e) { return e.after_epoch(progress_); });
+    bool tested = false;
     if (test_set_ && o.test_every_epochs > 0 && (progress_.epoch + 1) % o.test_every_epochs == 0 &&
         last_tested_step != progress_.step) {
       go_on = test_now() && go_on;
+      tested = true;
     }
     begin_next_epoch();
     if (!go_on && stop.empty()) stop = "event";
-    if (result.reached_target && stop.empty()) stop = "target";
+    // Without a test pass here nothing changed since the last agreement.
+    if ((tested ? target_agreed() : target_shared) && stop.empty()) stop = "target";
   }
   if (test_set_ && o.final_test && last_tested_step != progress_.step && stop != "event") test_now();
   if (!o.checkpoint_path.empty()) save_checkpoint(o.checkpoint_path);
