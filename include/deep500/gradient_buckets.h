@@ -22,8 +22,8 @@ struct BucketPolicy {
   // 128 KiB: fusing saves a call's cost a and costs 2b/B to copy b bytes at memory bandwidth B, so
   // it pays below b = aB/2: about 12 KB on shared memory (a = 4.8 us measured), 50-250 KB across a
   // network (a of 20-50 us). Measured (bench/bench_allreduce.cpp, ResNet-18, 4 ranks sharing 2
-  // cores): fusing every tensor up to 25 MiB made the exchange 0.76x as fast as per-tensor; fusing
-  // those under 128 KiB, 0.995x, since the few fused bytes cost little to copy.
+  // cores): fusing every tensor up to 25 MiB made the exchange 0.58-0.76x as fast as per-tensor;
+  // fusing those under 128 KiB, 1.00x, since the few fused bytes cost little to copy.
   static constexpr int64_t kDefaultFuseBelowBytes = int64_t{128} << 10;
   int64_t bucket_bytes = 0;
   int64_t fuse_below_bytes = kDefaultFuseBelowBytes;
