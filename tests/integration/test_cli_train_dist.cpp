@@ -320,8 +320,12 @@ TEST_F(CliTrainDist, AKilledRankEndsEveryRankWithinThirtySeconds) {
   ASSERT_TRUE(f.started) << "the ranks never trained";
   ASSERT_TRUE(f.ended && f.seconds < 30) << "the run still ran " << f.seconds << " s after rank 1 was killed";
   EXPECT_TRUE(WIFEXITED(f.status) && WEXITSTATUS(f.status) != 0) << "status " << f.status;
-  // Open MPI: "process rank 1 with PID ..."; MPICH's Hydra: "RANK 1 PID ...".
-  EXPECT_NE(f.said.find("rank 1"), std::string::npos) << f.said;
+  // Open MPI names the rank ("process rank 1 with PID ..."). MPICH's Hydra names a process by
+  // pid ("bad termination of one of your application processes, pid P running at HOST"), and not
+  // always the killed one: a survivor whose transfer from the dead peer failed may end first
+  // (docs/distributed.md#faults).
+  if (f.said.find("bad termination of one of your application processes") == std::string::npos)
+    EXPECT_NE(f.said.find("rank 1"), std::string::npos) << f.said;
   EXPECT_FALSE(f.others_left) << "a rank outlived the run";
 }
 

@@ -187,6 +187,12 @@ TEST_F(NetworkTest, FeedAndFetch) {
   net.feed_tensor(Network::gradient_name("W"), Tensor(DType::f32, Shape{4, 3}));
   EXPECT_FALSE(net.is_initializer("W@grad"));
   EXPECT_EQ(net.fetch_tensors({"W", "b"}).size(), 2u);
+  // Released values are gone; initializers cannot be released; releasing nothing is harmless.
+  net.release_value("W@grad");
+  EXPECT_FALSE(net.has_value("W@grad"));
+  net.release_value("W@grad");
+  EXPECT_THROW(net.release_value("W"), InvalidArgument);
+  EXPECT_TRUE(net.has_value("W"));
 }
 
 }  // namespace

@@ -282,6 +282,30 @@ TEST_F(TorchExecutorTest, AccumulatingSinkMatchesReferenceToo) {
   expect_step_matches_reference(net, ex, feeds, "loss");
 }
 
+// While a step runs the network holds none of the last step's gradients, so that their memory
+// is free for this step (a hand-written loop resets .grad likewise); a copy held elsewhere stays.
+TEST_F(TorchExecutorTest, TheLastStepsGradientsAreReleasedWhenAStepStarts) {
+  Network net = cnn();
+  torch_backend::TorchExecutor ex(net, {});
+  const TensorMap feeds{{"x", random(DType::f32, Shape{4, 3, 12, 12}, "img4")},
+                        {"labels", random(DType::i64, Shape{4}, "lab4", 0, 5)}};
+  ex.inference_and_backprop(feeds, "loss");
+  const Tensor held = net.fetch_tensor("conv_w@grad");
+  const Tensor kept = held.clone();
+  struct Probe : ExecutorEvent {
+    Network* net = nullptr;
+    bool network_had_gradient = true;
+    void after_inference(const TensorMap&) override { network_had_gradient = net->has_value("conv_w@grad"); }
+  };
+  auto probe = std::make_shared<Probe>();
+  probe->net = &net;
+  ex.add_event(probe);
+  ex.inference_and_backprop(feeds, "loss");
+  EXPECT_FALSE(probe->network_had_gradient) << "between forward and backward";
+  ASSERT_TRUE(net.has_value("conv_w@grad"));
+  expect_close(held, kept, "the gradient a caller held", Tolerance{0, 0});
+}
+
 // The default sink hands ATen's gradient buffers to the network: each step's gradients are new
 // tensors (a gradient held from an earlier step keeps its values), owning what autograd computed.
 TEST_F(TorchExecutorTest, AdoptedGradientsAreNewTensorsPerStep) {
