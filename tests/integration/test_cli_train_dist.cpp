@@ -324,8 +324,9 @@ TEST_F(CliTrainDist, AKilledRankEndsEveryRankWithinThirtySeconds) {
   // pid ("bad termination of one of your application processes, pid P running at HOST"), and not
   // always the killed one: a survivor whose transfer from the dead peer failed may end first
   // (docs/distributed.md#faults).
-  if (f.said.find("bad termination of one of your application processes") == std::string::npos)
+  if (f.said.find("bad termination of one of your application processes") == std::string::npos) {
     EXPECT_NE(f.said.find("rank 1"), std::string::npos) << f.said;
+  }
   EXPECT_FALSE(f.others_left) << "a rank outlived the run";
 }
 

@@ -44,7 +44,9 @@ TEST_F(MpiCommunicatorTest, ARankBusyForLongerThanTheWatchdogTimeoutIsNotTakenFo
   }
   comm->barrier();
   // Rank 0 computed for 6 s; the others entered the test (and read their clocks) a little later.
-  if (rank == 0) EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::seconds(6));
+  if (rank == 0) {
+    EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::seconds(6));
+  }
 }
 
 TEST_F(MpiCommunicatorTest, AllreduceSumMeanMaxAndTheirBytes) {

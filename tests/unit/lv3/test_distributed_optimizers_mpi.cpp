@@ -171,10 +171,11 @@ TEST_F(DistributedOptimizerTest, DsgdStartsAllreducesDuringBackprop) {
   EXPECT_EQ(dynamic_cast<const ConsistentDecentralized*>(dist.get())->overlap(), nullptr);
   // The same sums, started earlier. Overlap uses MPI's nonblocking allreduce and the other path
   // its blocking one; their algorithms may add three or more ranks' values in different orders.
-  if (comm->size() == 2)
+  if (comm->size() == 2) {
     EXPECT_EQ(with_overlap, without) << "a + b is exact either way";
-  else
+  } else {
     expect_close(with_overlap, without, "overlapped vs after backprop");
+  }
 }
 
 // Blocking (after backprop, and the first step, which learns the order) and nonblocking
