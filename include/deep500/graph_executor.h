@@ -103,6 +103,10 @@ struct ExecutorOptions {
   // "reference:batched-im2col"): no fallback for those nodes (implementation_pins.h). Executors
   // that do not run registry operators (torch) refuse pins.
   std::map<std::string, std::string> pins = {};
+  // Operator executors: inference keeps tensors in the layout their producer's backend chose while
+  // every consumer takes it (OperatorExecutorOptions::native_layouts). False: plain tensors
+  // between all operators, each backend reordering at its own boundary.
+  bool native_layouts = true;
 };
 
 using ExecutorFactory = std::function<std::unique_ptr<GraphExecutor>(Network&, const ExecutorOptions&)>;

@@ -33,6 +33,7 @@ struct NetBenchOptions {
   int64_t workspace_limit = -1;  // per-operator scratch memory for the executors (bytes); -1: none
   std::map<std::string, std::string> pins = {};  // ExecutorOptions::pins
   bool deterministic = false;                    // ExecutorOptions::deterministic
+  bool native_layouts = true;                    // ExecutorOptions::native_layouts
 };
 
 // One case per executor named "<network>/<backend>". Executors that are not registered are

@@ -28,7 +28,7 @@ struct NetOpts {
   std::string model, mode = "inference", loss;
   std::vector<std::string> backends;
   std::vector<int64_t> batches{1};
-  bool breakdown = false, overhead = false, no_validate = false;
+  bool breakdown = false, overhead = false, no_validate = false, plain_layouts = false;
   double max_time = 5;
   int min_runs = 10;
   int64_t microbatch_limit = -1, workspace_limit = -1;
@@ -125,6 +125,7 @@ int run_net(const NetOpts& o, const GlobalOptions& g) {
   // Micro-batches are planned to fit the limit, so the executors then run under it too.
   bo.workspace_limit = o.workspace_limit >= 0 ? o.workspace_limit : o.microbatch_limit;
   bo.pins = parse_implementation_pins(o.pins);
+  bo.native_layouts = !o.plain_layouts;
 
   Results res;
   nlohmann::json microbatching;  // per batch size, when micro-batching
@@ -188,6 +189,9 @@ Command register_net(CLI::App& app, const GlobalOptions& g) {
   cmd->add_flag("--overhead", o->overhead,
                 "Measure FrameworkOverhead: executor time / the same operators alone");
   cmd->add_flag("--no-validate", o->no_validate, "Skip the comparison with the reference executor");
+  cmd->add_flag("--plain-layouts", o->plain_layouts,
+                "Operator executors pass plain tensors between all operators (no native layouts across the graph: "
+                "each oneDNN primitive reorders at its own boundary)");
   cmd->add_option("--min-runs", o->min_runs, "Measured runs per executor at least")
       ->check(CLI::Range(1, 100000))
       ->default_val(10);

@@ -71,6 +71,7 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
     eo.workspace_limit = o.workspace_limit;
     eo.pins = o.pins;
     eo.deterministic = o.deterministic;
+    eo.native_layouts = o.native_layouts;
     ex = make_executor(net, backend, eo);
   } catch (const Unimplemented& e) {
     return finish(CaseState::Unimplemented, e.what());
@@ -93,7 +94,10 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
                        {"input_reorders", n.reorders.inputs},
                        {"output_reorders", n.reorders.outputs}});
     }
-    c.extra["layouts"] = {{"reorders_per_forward", reorders}, {"native_tensors", native}, {"nodes", nodes}};
+    c.extra["layouts"] = {{"native_layouts", o.native_layouts},
+                          {"reorders_per_forward", reorders},
+                          {"native_tensors", native},
+                          {"nodes", nodes}};
   }
 
   std::string detail;

@@ -545,6 +545,7 @@ OperatorExecutorOptions operator_executor_options(const ExecutorOptions& options
   OperatorExecutorOptions o;
   o.workspace_limit = options.workspace_limit;
   o.pins = options.pins;
+  o.native_layouts = options.native_layouts;
   return o;
 }
 

@@ -50,6 +50,30 @@ TEST(CliNet, InferenceOnEveryExecutorIsValidatedAndTimed) {
   EXPECT_EQ(j["manifest"]["extra"]["source"], "zoo:lenet5");
 }
 
+// On the oneDNN executor LeNet-5's convolutions and pooling keep oneDNN's layouts between them by
+// default; --plain-layouts makes every tensor between operators plain, with the same outputs.
+TEST(CliNet, PlainLayoutsSwitchOffNativeLayoutsOnTheOneDnnExecutor) {
+  int64_t native[2] = {0, 0}, reorders[2] = {0, 0};
+  for (int plain = 0; plain < 2; ++plain) {
+    std::vector<std::string> args = {"net", "lenet5", "--backend", "onednn", "--batch", "2", "--max-time", "0.2",
+                                      "--format", "json"};
+    if (plain) args.push_back("--plain-layouts");
+    const auto r = run_d5(args);
+    if (r.exit_code == 3 || r.out.find("SKIPPED") != std::string::npos) GTEST_SKIP() << "no oneDNN executor";
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    const auto c = nlohmann::json::parse(r.out)["cases"][0];
+    if (c["state"] == "SKIPPED") GTEST_SKIP() << "no oneDNN executor";
+    EXPECT_EQ(c["state"], "PASSED") << c["detail"];  // validated against the reference either way
+    EXPECT_EQ(c["extra"]["layouts"]["native_layouts"].get<bool>(), plain == 0);
+    native[plain] = c["extra"]["layouts"]["native_tensors"].get<int64_t>();
+    reorders[plain] = c["extra"]["layouts"]["reorders_per_forward"].get<int64_t>();
+  }
+  EXPECT_GT(native[0], 0);
+  EXPECT_EQ(native[1], 0);
+  // Which layouts oneDNN picks depends on the CPU's ISA; plain tensors never need fewer reorders.
+  EXPECT_GE(reorders[1], reorders[0]);
+}
+
 // LeNet-5's convolutions at batch 4 under a 150,000-byte workspace limit: conv1's batched
 // algorithm needs (25 + 6) * 784 floats per image (97 KB) and conv2's (150 + 16) * 100 (66 KB), so
 // the limit admits it for at most 1 and 2 images, not 4, while the per-image one fits.
