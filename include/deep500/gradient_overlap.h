@@ -11,8 +11,9 @@
 // the executor, so it is the same on every rank and the nonblocking collectives are started in
 // the same order everywhere. Only parameters read by exactly one node are overlapped (a gradient
 // accumulated over several nodes is final only at the end); the rest, and all gradients of an
-// executor whose backward pass fires no per-node events (LibTorch's autograd), are reduced after
-// backprop. The result is the same either way.
+// executor whose backward event tensors do not outlive the events
+// (GraphExecutor::backward_event_tensors_persist(), false for torch), are reduced after backprop.
+// The result is the same either way.
 #include <cstddef>
 #include <map>
 #include <memory>

@@ -72,6 +72,12 @@ class GraphExecutor {
   // Nodes that run on another implementation than the executor's backend, with the reason.
   virtual std::vector<std::pair<std::string, std::string>> fallbacks() const { return {}; }
   virtual ExecutorMemory memory() const { return {}; }
+  // Whether the gradients a backward after_operator event receives are the executor's own tensors,
+  // valid with their values until the call ends, so that an event may keep them and act on them
+  // later (OverlappedAllreduce starts an allreduce in place and completes it after backprop).
+  // False where they are views valid only during the event (the torch executor's, of tensors
+  // inside LibTorch's autograd).
+  virtual bool backward_event_tensors_persist() const { return true; }
 
   void add_event(std::shared_ptr<ExecutorEvent> event) { events_.push_back(std::move(event)); }
   void remove_event(const std::shared_ptr<ExecutorEvent>& event) { std::erase(events_, event); }

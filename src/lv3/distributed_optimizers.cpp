@@ -36,10 +36,15 @@ ConsistentDecentralized::~ConsistentDecentralized() {
 
 TensorMap ConsistentDecentralized::distributed_step(GraphExecutor& executor, const TensorMap& feeds,
                                                     const std::string& loss) {
+  // Overlap keeps the gradients backward events report; an executor whose event tensors do not
+  // outlive the event (torch) has every gradient reduced after backprop instead.
   if (overlap_enabled_ && overlap_executor_ != &executor) {
     if (overlap_) overlap_->detach();
-    overlap_ = std::make_shared<OverlappedAllreduce>(comm_, executor.network(), buckets_.policy());
-    executor.add_event(overlap_);
+    overlap_.reset();
+    if (executor.backward_event_tensors_persist()) {
+      overlap_ = std::make_shared<OverlappedAllreduce>(comm_, executor.network(), buckets_.policy());
+      executor.add_event(overlap_);
+    }
     overlap_executor_ = &executor;
   }
   return inner_step_with_hook(executor, feeds, loss);

@@ -59,6 +59,8 @@ class TorchExecutor final : public GraphExecutor {
   // call (reset before it; the process-wide peak where the kernel refuses the reset), else -1.
   // ATen's CPU allocator keeps no byte counter, so peak_tensor_bytes is always -1.
   ExecutorMemory memory() const override { return memory_; }
+  // Backward events see views of gradients inside autograd, some of them copies made for the event.
+  bool backward_event_tensors_persist() const override { return false; }
   // Off by default: the two /proc accesses cost tens of microseconds, which every timed call
   // would count as executor time (as OperatorExecutorOptions::measure_rss).
   void set_measure_rss(bool measure) { measure_rss_ = measure; }
