@@ -141,9 +141,8 @@ class SparseAllreduce : public DistributedOptimizer {
  public:
   SparseAllreduce(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, double topk);
   std::string scheme() const override { return "sparse"; }
-  // Steps that went dense (the gathered pairs would have outweighed the dense vector), of all.
+  // Steps that went dense (the gathered pairs would have outweighed the dense vector).
   int64_t dense_steps() const { return dense_steps_; }
-  int64_t reduced_steps() const { return reduced_steps_; }
 
  protected:
   TensorMap distributed_step(GraphExecutor& executor, const TensorMap& feeds, const std::string& loss) override;
@@ -152,7 +151,7 @@ class SparseAllreduce : public DistributedOptimizer {
   void reduce(Network& network);
   double topk_;
   std::vector<float> residual_;
-  int64_t dense_steps_ = 0, reduced_steps_ = 0;
+  int64_t dense_steps_ = 0;
 };
 
 // A scheme by name: dsgd, pssgd, asgd, ssgd, mavg, dpsgd, sparse. InvalidArgument listing the names

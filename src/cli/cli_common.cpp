@@ -11,6 +11,16 @@
 
 namespace d5::cli {
 
+void add_verdict_options(CLI::App& cmd, CompareOptions& opts) {
+  cmd.add_option("--alpha", opts.alpha, "Significance level of the Mann-Whitney U test")
+      ->check(CLI::Range(1e-6, 0.5))
+      ->default_val(0.05);
+  cmd.add_option("--tolerance", opts.tolerance,
+                 "Relative difference that counts as the same (0.05: ratios within [1/1.05, 1.05])")
+      ->check(CLI::Range(0.0, 10.0))
+      ->default_val(0.05);
+}
+
 void add_output_options(CLI::App& cmd, OutputOptions& opts) {
   cmd.add_option("--format", opts.format, "Output format")
       ->check(CLI::IsMember({"console", "json"}))

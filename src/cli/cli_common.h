@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "deep500/compare.h"
 #include "deep500/experiment.h"
 #include "deep500/results.h"
 
@@ -31,6 +32,8 @@ struct OutputOptions {
 
 // Adds --format console|json and -o/--output FILE to a subcommand.
 void add_output_options(CLI::App& cmd, OutputOptions& opts);
+// --tolerance and --alpha: how d5 compare (and d5 rerun) turn ratios into verdicts.
+void add_verdict_options(CLI::App& cmd, CompareOptions& opts);
 
 // Prints or writes (atomically) `results` in the chosen format.
 void emit(const Results& results, const OutputOptions& opts);

@@ -50,13 +50,7 @@ Command register_compare(CLI::App& app, const GlobalOptions&) {
   cmd->add_option("--level", o->cmp.level, "Confidence level of the ratio CI")
       ->check(CLI::Range(0.5, 0.9999))
       ->default_val(0.95);
-  cmd->add_option("--alpha", o->cmp.alpha, "Significance level of the Mann-Whitney U test")
-      ->check(CLI::Range(1e-6, 0.5))
-      ->default_val(0.05);
-  cmd->add_option("--tolerance", o->cmp.tolerance,
-                  "Relative difference that counts as the same (0.05: ratios within [1/1.05, 1.05])")
-      ->check(CLI::Range(0.0, 10.0))
-      ->default_val(0.05);
+  add_verdict_options(*cmd, o->cmp);
   auto* lower = cmd->add_flag("--lower-is-better", o->lower_better, "The metric is a cost (default: from its unit)");
   cmd->add_flag("--higher-is-better", o->higher_better, "The metric is a rate (default: from its unit)")
       ->excludes(lower);

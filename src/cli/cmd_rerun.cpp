@@ -185,12 +185,7 @@ Command register_rerun(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("result", o->result, "A result file, or a recipe run's run.json")->required()->check(CLI::ExistingFile);
   cmd->add_option("--into", o->into,
                   "Where the new result goes (default: RESULT.rerun.json, or DIR-rerun/ for a recipe run)");
-  cmd->add_option("--tolerance", o->cmp.tolerance, "Relative difference in time that counts as the same")
-      ->check(CLI::Range(0.0, 10.0))
-      ->default_val(0.05);
-  cmd->add_option("--alpha", o->cmp.alpha, "Significance level of the Mann-Whitney U test")
-      ->check(CLI::Range(1e-6, 0.5))
-      ->default_val(0.05);
+  add_verdict_options(*cmd, o->cmp);
   cmd->add_flag("--outputs-only", o->outputs_only,
                "Judge only the outputs (loss, accuracies, steps); times are compared and shown but cannot fail the "
                "rerun, as on a different or loaded machine");

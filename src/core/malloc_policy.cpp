@@ -22,9 +22,9 @@ void set_malloc_policy(MallocPolicy policy) {
     return;
   }
 #if defined(__GLIBC__)
-  // The largest mmap threshold glibc accepts (HEAP_MAX_SIZE / 2 on 64-bit) sends every tensor of
-  // a network's size to the heap; an INT_MAX trim threshold keeps freed memory there.
-  D5_CHECK(mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024) == 1, Internal, "mallopt(M_MMAP_THRESHOLD) failed");
+  // No mmap'd blocks at all (a 51 MB activation is above any mmap threshold glibc accepts), so
+  // every size comes from the heap; an INT_MAX trim threshold keeps freed memory there, and the top
+  // pad grows the heap in large steps.
   D5_CHECK(mallopt(M_MMAP_MAX, 0) == 1, Internal, "mallopt(M_MMAP_MAX) failed");
   D5_CHECK(mallopt(M_TRIM_THRESHOLD, INT_MAX) == 1, Internal, "mallopt(M_TRIM_THRESHOLD) failed");
   D5_CHECK(mallopt(M_TOP_PAD, 64 * 1024 * 1024) == 1, Internal, "mallopt(M_TOP_PAD) failed");

@@ -252,7 +252,6 @@ void SparseAllreduce::reduce(Network& network) {
   comm_->allgather(&k, 1, DType::i64, counts.data());
   const int64_t received = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   std::vector<float> dense(acc.size(), 0.f);
-  ++reduced_steps_;
   // SparCML's switch to a dense representation: once the gathered (index, value) pairs would
   // outweigh the dense vector, a dense allreduce of the scattered values carries fewer bytes. Every
   // rank knows every count, so all take the same branch.

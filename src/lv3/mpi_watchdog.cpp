@@ -80,12 +80,11 @@ void MpiWatchdog::end_run(const std::string& why) {
 
 void MpiWatchdog::run() {
   using clock = std::chrono::steady_clock;
-  const auto left_named = [&] {
-    return fmt::format("rank {} (host {}, pid {})", left_, hosts_[static_cast<size_t>(left_)],
-                       pids_[static_cast<size_t>(left_)]);
+  const auto named = [&](int r) {
+    return fmt::format("rank {} (host {}, pid {})", r, hosts_[static_cast<size_t>(r)], pids_[static_cast<size_t>(r)]);
   };
-  const auto checked = [&](int rc, const char* call) {
-    if (rc != MPI_SUCCESS) end_run(fmt::format("{} to or from {} failed: {}", call, left_named(), mpi_error_text(rc)));
+  const auto checked = [&](int rc, const char* call, int peer) {
+    if (rc != MPI_SUCCESS) end_run(fmt::format("{} with {} failed: {}", call, named(peer), mpi_error_text(rc)));
   };
   // Polling, not blocking: a blocked MPI call could not notice the timeout, and MPI_Test also
   // advances the messages (this MPI has no progress thread of its own).
@@ -94,49 +93,50 @@ void MpiWatchdog::run() {
   int64_t incoming = 0, beat = 0;
   const int64_t goodbye = kGoodbye;
   MPI_Request recv = MPI_REQUEST_NULL, send = MPI_REQUEST_NULL, bye = MPI_REQUEST_NULL;
-  checked(MPI_Irecv(&incoming, 1, MPI_INT64_T, left_, kHeartbeatTag, comm_, &recv), "MPI_Irecv");
+  checked(MPI_Irecv(&incoming, 1, MPI_INT64_T, left_, kHeartbeatTag, comm_, &recv), "MPI_Irecv", left_);
   auto last_heard = clock::now();
   auto next_beat = clock::now();
-  bool left_gone = false;
+  bool left_gone = false, stopping = false;
 
   for (;;) {
-    bool stopping = false;
     {
+      // Woken early only by the stop itself; after it, still one poll per period while waiting
+      // for the left neighbour's goodbye.
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait_for(lock, poll, [&] { return stopping_; });
+      wake_.wait_for(lock, poll, [&] { return stopping_ && !stopping; });
       stopping = stopping_;
     }
     while (!left_gone) {
       int flag = 0;
-      checked(MPI_Test(&recv, &flag, MPI_STATUS_IGNORE), "a heartbeat");
+      checked(MPI_Test(&recv, &flag, MPI_STATUS_IGNORE), "a heartbeat", left_);
       if (flag == 0) break;
       last_heard = clock::now();
       if (incoming == kGoodbye)
         left_gone = true;
       else
-        checked(MPI_Irecv(&incoming, 1, MPI_INT64_T, left_, kHeartbeatTag, comm_, &recv), "MPI_Irecv");
+        checked(MPI_Irecv(&incoming, 1, MPI_INT64_T, left_, kHeartbeatTag, comm_, &recv), "MPI_Irecv", left_);
     }
     const auto now = clock::now();
     if (bye == MPI_REQUEST_NULL && now >= next_beat) {
       // One heartbeat in flight at most: a stopped neighbour must not make sends pile up.
       int sent = 1;
-      if (send != MPI_REQUEST_NULL) checked(MPI_Test(&send, &sent, MPI_STATUS_IGNORE), "a heartbeat");
+      if (send != MPI_REQUEST_NULL) checked(MPI_Test(&send, &sent, MPI_STATUS_IGNORE), "a heartbeat", right_);
       if (sent != 0) {
         ++beat;
-        checked(MPI_Isend(&beat, 1, MPI_INT64_T, right_, kHeartbeatTag, comm_, &send), "MPI_Isend");
+        checked(MPI_Isend(&beat, 1, MPI_INT64_T, right_, kHeartbeatTag, comm_, &send), "MPI_Isend", right_);
       }
       next_beat = now + std::chrono::duration_cast<clock::duration>(interval_);
     }
     if (stopping && bye == MPI_REQUEST_NULL) {
-      if (send != MPI_REQUEST_NULL) checked(MPI_Wait(&send, MPI_STATUS_IGNORE), "a heartbeat");
-      checked(MPI_Isend(&goodbye, 1, MPI_INT64_T, right_, kHeartbeatTag, comm_, &bye), "MPI_Isend");
+      if (send != MPI_REQUEST_NULL) checked(MPI_Wait(&send, MPI_STATUS_IGNORE), "a heartbeat", right_);
+      checked(MPI_Isend(&goodbye, 1, MPI_INT64_T, right_, kHeartbeatTag, comm_, &bye), "MPI_Isend", right_);
     }
     if (!left_gone && now - last_heard > timeout_)
       end_run(fmt::format("{} has sent no heartbeat for {:.1f} s: it was killed, stopped or lost its node",
-                          left_named(), std::chrono::duration<double>(now - last_heard).count()));
+                          named(left_), std::chrono::duration<double>(now - last_heard).count()));
     if (bye != MPI_REQUEST_NULL && left_gone) {
       // The right neighbour receives until our goodbye, so these complete.
-      checked(MPI_Wait(&bye, MPI_STATUS_IGNORE), "a goodbye");
+      checked(MPI_Wait(&bye, MPI_STATUS_IGNORE), "a goodbye", right_);
       return;
     }
   }

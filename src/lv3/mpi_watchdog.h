@@ -17,7 +17,6 @@
 // MPI_Finalize and a rank that finishes early is not mistaken for a lost one.
 #include <mpi.h>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -35,8 +34,9 @@ class MpiWatchdog {
   MpiWatchdog(const MpiWatchdog&) = delete;
   MpiWatchdog& operator=(const MpiWatchdog&) = delete;
 
-  // Says goodbye and returns once the left neighbour has said goodbye too (or has been silent for
-  // the timeout); then the duplicate communicator is freed. Call before MPI_Finalize.
+  // Says goodbye and returns once the left neighbour has said goodbye too (a neighbour silent for
+  // the timeout meanwhile ends the run, as at any other time); then the duplicate communicator is
+  // freed. Call before MPI_Finalize.
   void stop();
 
  private:

@@ -86,7 +86,7 @@ TEST_F(CliRerun, RerunReproducesAResultFileAndCatchesADifferentOutput) {
   const std::string out = dir_.file("r.json");
   ASSERT_EQ(run_d5(train("reference", out)).exit_code, 0);
   // Step times under a parallel test run moved by 8x once; outputs may not move at all. The timing
-  // verdict itself is covered by d5 compare's tests.
+  // verdict is tested below, against times made 1000 times longer.
   const auto r = run_d5({"rerun", out, "--outputs-only"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("outputs: 1 of 1 case(s) bitwise identical"), std::string::npos) << r.out;
@@ -106,6 +106,38 @@ TEST_F(CliRerun, RerunReproducesAResultFileAndCatchesADifferentOutput) {
   EXPECT_FALSE(j["times_judged"].get<bool>());
   ASSERT_EQ(j["outputs"]["differences"].size(), 1u);
   EXPECT_NE(j["outputs"]["differences"][0].get<std::string>().find("loss sample 3"), std::string::npos);
+}
+
+// Times are judged unless --outputs-only says not to: against a result whose step times were made
+// 1000 times longer, the rerun is FASTER beyond any load (NOT REPRODUCED), and with the flag the
+// same rerun is REPRODUCED. The rerun repeats the original's global options (--malloc keep).
+TEST_F(CliRerun, TimesDecideUnlessOutputsOnlyAndGlobalOptionsAreRepeated) {
+  const std::string out = dir_.file("m.json");
+  std::vector<std::string> args = train("reference", out);
+  args.insert(args.begin(), {"--malloc", "keep"});
+  ASSERT_EQ(run_d5(args).exit_code, 0);
+  json slow = load(out);
+  EXPECT_EQ(slow["manifest"]["malloc"], "keep");
+  bool found = false;
+  for (auto& m : slow["cases"][0]["metrics"])
+    if (m["name"] == "step_time") {
+      for (auto& x : m["samples"]) x = x.get<double>() * 1000;
+      found = true;
+    }
+  ASSERT_TRUE(found) << "no step_time metric";
+  std::ofstream(dir_.file("slow.json")) << slow.dump();
+
+  const auto judged = run_d5({"rerun", dir_.file("slow.json"), "--format", "json"});
+  EXPECT_EQ(judged.exit_code, 1) << judged.out << judged.err;
+  const json j = json::parse(judged.out);
+  EXPECT_EQ(j["verdict"], "NOT REPRODUCED");
+  EXPECT_TRUE(j["times_judged"].get<bool>());
+  EXPECT_TRUE(j["outputs"]["differences"].empty()) << "the outputs still agree";
+  EXPECT_EQ(load(dir_.file("slow.rerun.json"))["manifest"]["malloc"], "keep");
+
+  const auto shown = run_d5({"rerun", dir_.file("slow.json"), "--outputs-only", "--format", "json"});
+  EXPECT_EQ(shown.exit_code, 0) << shown.out << shown.err;
+  EXPECT_EQ(json::parse(shown.out)["verdict"], "REPRODUCED");
 }
 
 TEST_F(CliRerun, RerunOfARecipeRunComparesEveryRun) {
