@@ -4,6 +4,18 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(Threads REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
+# Digests (SHA-256 cache keys, MD5/SHA-256 download checks) come from libcrypto.
+find_package(OpenSSL 1.1 COMPONENTS Crypto)
+if(NOT OpenSSL_FOUND)
+  message(FATAL_ERROR "OpenSSL's libcrypto not found: install libssl-dev (scripts/install-deps.sh)")
+endif()
+# Host topology and caches (sockets, cores, NUMA nodes, cache levels) come from hwloc, which
+# knows every platform's sources (sysfs, CPUID, device tree) better than a hand-written parser.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(D5_HWLOC QUIET IMPORTED_TARGET hwloc>=2.0)
+if(NOT D5_HWLOC_FOUND)
+  message(FATAL_ERROR "hwloc 2 not found: install libhwloc-dev (scripts/install-deps.sh)")
+endif()
 if(D5_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
@@ -85,14 +97,15 @@ d5_record_library(fmt "${fmt_VERSION}")
 d5_record_library(nlohmann_json "${nlohmann_json_VERSION}")
 d5_record_library(cli11 "${CLI11_VERSION}")
 d5_record_library(openmp "${OpenMP_CXX_VERSION}")
+d5_record_library(openssl "${OPENSSL_VERSION}")
+d5_record_library(hwloc "${D5_HWLOC_VERSION}")
 
 # Level 2 data formats. zlib reads gzip'd IDX files and tar.gz archives; TurboJPEG decodes
 # indexed-tar and TFRecord JPEGs; libcurl downloads datasets. A missing one removes the formats
 # or the downloader that need it (they refuse with the package to install), never the build.
 find_package(ZLIB REQUIRED)
-find_package(PkgConfig QUIET)
 set(D5_HAVE_TURBOJPEG OFF)
-if(PkgConfig_FOUND)
+if(TRUE)
   pkg_check_modules(D5_TURBOJPEG QUIET IMPORTED_TARGET libturbojpeg)
   if(D5_TURBOJPEG_FOUND)
     set(D5_HAVE_TURBOJPEG ON)

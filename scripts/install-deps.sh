@@ -18,7 +18,9 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin
   # utility libraries
   nlohmann-json3-dev libcli11-dev libfmt-dev libyaml-cpp-dev
-  zlib1g-dev libturbojpeg0-dev libcurl4-openssl-dev
+  zlib1g-dev libturbojpeg0-dev libcurl4-openssl-dev libssl-dev
+  # host topology and caches (the HPC standard that Open MPI itself uses)
+  libhwloc-dev
   # testing and benchmarking
   libgtest-dev libgmock-dev libbenchmark-dev
   # test-data generation only (ONNX conformance cases, exported networks)

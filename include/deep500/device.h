@@ -34,8 +34,12 @@ struct CpuInfo {
   int logical_cores = 0;
   int physical_cores = 0;          // 0 when it cannot be determined
   int sockets = 0;
+  int numa_nodes = 0;              // 0 when it cannot be determined
+  std::string topology_source;     // "hwloc 2.9.0", or why topology is unknown
   double max_mhz = 0;              // 0 when unknown
-  std::vector<CacheInfo> caches;   // of cpu0
+  std::vector<CacheInfo> caches;   // of cpu0, by level (L1d before L1i)
+  std::string cache_source;        // where `caches` came from; empty when there are none
+  std::string caches_unavailable_reason;  // why `caches` is empty (set exactly then)
   int64_t memory_bytes = 0;        // physical memory of the host
   bool has(const std::string& flag) const;
 };

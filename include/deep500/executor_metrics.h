@@ -77,12 +77,18 @@ Breakdown breakdown_from_json(const nlohmann::json& j);
 std::string format_breakdown(const Breakdown& b, size_t max_rows = 20);
 
 // FrameworkOverhead = executor time / sum of the times of the same nodes' operators run
-// individually. Each round runs the executor once, then every operator the executor ran once
+// individually. Each round runs the executor once and every operator the executor ran once
 // (fresh operators: an OperatorExecutor's create_operator_like, else created from the node's spec
 // on `op_backends`; fed the values the executor fed it: inputs for forward, upstream gradients
-// for backward), and yields one ratio; the runner
-// repeats rounds until the median ratio's CI is tight. loss "" measures inference, else a
+// for backward), back to back, alternating which side goes first, and yields one ratio; the
+// runner repeats rounds until the median ratio's CI is tight. loss "" measures inference, else a
 // training step (forward and backward on both sides).
+//
+// When the operators alone are the executor's own (an OperatorExecutor on its own backends,
+// info["same_operators"]), a ratio whose whole CI lies below 1 is not a finding but a sign that
+// the two sides ran under different conditions: state MISTRUSTED, with the reason (also in
+// ratio.info["mistrusted"]). A framework's own executor (torch) is compared with deep500's
+// operators of that backend, which it may legitimately beat: there a ratio below 1 is a finding.
 struct FrameworkOverhead {
   MetricRecord ratio;           // "framework_overhead": one sample per round; median and 95% CI
   MetricRecord executor_time;   // "executor_time": seconds per round
@@ -90,7 +96,12 @@ struct FrameworkOverhead {
   RunOutcome outcome;
   std::vector<std::string> op_backends;
   int64_t operators = 0;  // operator calls per round
+  CaseState state = CaseState::Passed;  // Passed or Mistrusted
+  std::string mistrust_reason;          // set exactly when Mistrusted
 };
+// The reason a FrameworkOverhead ratio cannot be trusted (its median's 95% CI lies below 1), or
+// "" when it can (or has no CI to judge by).
+std::string overhead_mistrust_reason(const MetricRecord& ratio);
 // op_backends empty: an OperatorExecutor's own backend list (and its workspace limit); for other
 // executors {executor.backend()} followed by "reference" when that is another backend.
 FrameworkOverhead framework_overhead(GraphExecutor& executor, const TensorMap& feeds,

@@ -19,7 +19,14 @@ std::string caches_line(const json& caches) {
     parts.push_back(fmt::format("L{}{} {}", c.value("level", 0), suffix,
                                 format_bytes(c.value("size_bytes", 0.0))));
   }
-  return parts.empty() ? "unknown" : fmt::format("{}", fmt::join(parts, ", "));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// Older result files carry neither source nor reason.
+std::string caches_with_source(const json& cpu) {
+  if (cpu["caches"].empty()) return "unknown (" + cpu.value("caches_unavailable_reason", std::string("no reason recorded")) + ")";
+  const std::string source = cpu.value("cache_source", std::string());
+  return caches_line(cpu["caches"]) + (source.empty() ? "" : " [" + source + "]");
 }
 
 std::string render_console(const json& m) {
@@ -33,15 +40,15 @@ std::string render_console(const json& m) {
                               m["build_type"].get<std::string>(),
                               m["compiler"]["id"].get<std::string>()));
   const json& cpu = m["cpu"];
-  line("cpu", fmt::format("{} ({}), {} logical / {} physical cores, {} socket(s){}",
+  line("cpu", fmt::format("{} ({}), {} logical / {} physical cores, {} socket(s), {} NUMA node(s){}",
                           cpu["model"].get<std::string>(), cpu["architecture"].get<std::string>(),
                           cpu["logical_cores"].get<int>(), cpu["physical_cores"].get<int>(),
-                          cpu["sockets"].get<int>(),
+                          cpu["sockets"].get<int>(), cpu.value("numa_nodes", 0),
                           cpu["max_mhz"].get<double>() > 0
                               ? fmt::format(", max {:.0f} MHz", cpu["max_mhz"].get<double>())
                               : ""));
   line("isa", fmt::format("{}", fmt::join(cpu["isa"].get<std::vector<std::string>>(), " ")));
-  line("caches", caches_line(cpu["caches"]));
+  line("caches", caches_with_source(cpu));
   line("memory", format_bytes(m["memory_bytes"].get<double>()));
   if (m["gpus"].empty()) {
     line("gpus", "none (" + m.value("gpu_unavailable_reason", std::string("unknown")) + ")");

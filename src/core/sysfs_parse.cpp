@@ -96,40 +96,6 @@ std::optional<int64_t> parse_int(std::string_view s) {
   return static_cast<int64_t>(*v);
 }
 
-std::optional<int64_t> parse_size_string(std::string_view s) {
-  s = trim(s);
-  if (s.empty()) return std::nullopt;
-  int shift = 0;
-  switch (s.back()) {
-    case 'K': case 'k': shift = 10; break;
-    case 'M': case 'm': shift = 20; break;
-    case 'G': case 'g': shift = 30; break;
-    default: break;
-  }
-  if (shift) s.remove_suffix(1);
-  const auto v = parse_int(s);
-  if (!v || *v > (std::numeric_limits<int64_t>::max() >> shift)) return std::nullopt;
-  return *v << shift;
-}
-
-std::optional<int> count_cpu_list(std::string_view s) {
-  s = trim(s);
-  int count = 0;
-  while (!s.empty()) {
-    const size_t comma = s.find(',');
-    const std::string_view range = s.substr(0, comma);
-    const size_t dash = range.find('-');
-    const auto first = parse_int(range.substr(0, dash));
-    const auto last = dash == std::string_view::npos ? first : parse_int(range.substr(dash + 1));
-    if (!first || !last || *last < *first || *last - *first >= (1 << 20)) return std::nullopt;
-    count += static_cast<int>(*last - *first + 1);
-    if (comma == std::string_view::npos) break;
-    s.remove_prefix(comma + 1);
-    if (s.empty()) return std::nullopt;  // trailing comma: not something the kernel writes
-  }
-  return count;
-}
-
 std::optional<std::string> cpuinfo_field(std::string_view text, std::string_view key) {
   std::optional<std::string> found;
   for_each_line(text, [&](std::string_view line) {
@@ -182,6 +148,33 @@ std::optional<int64_t> statm_resident_pages(std::string_view text) {
   const auto words = split_words(text);
   if (words.size() < 2) return std::nullopt;
   return parse_int(words[1]);
+}
+
+std::optional<CacheInfo> decode_cpuid_cache(uint32_t eax, uint32_t ebx, uint32_t ecx) {
+  static constexpr const char* kTypes[] = {nullptr, "Data", "Instruction", "Unified"};
+  const uint32_t type = eax & 0x1f;
+  if (type == 0 || type > 3) return std::nullopt;
+  const auto field = [](uint32_t word, int lo, int bits) { return (word >> lo) & ((1u << bits) - 1); };
+  CacheInfo c;
+  c.type = kTypes[type];
+  c.level = static_cast<int>(field(eax, 5, 3));
+  c.line_bytes = static_cast<int>(field(ebx, 0, 12) + 1);
+  const int64_t partitions = field(ebx, 12, 10) + 1, ways = field(ebx, 22, 10) + 1;
+  const int64_t sets = static_cast<int64_t>(ecx) + 1;
+  c.size_bytes = ways * partitions * c.line_bytes * sets;
+  return c;
+}
+
+std::vector<CacheInfo> decode_amd_legacy_caches(uint32_t ecx5, uint32_t edx5, uint32_t ecx6, uint32_t edx6) {
+  std::vector<CacheInfo> caches;
+  const auto add = [&](int level, const char* type, int64_t bytes, uint32_t word) {
+    if (bytes > 0) caches.push_back({level, type, bytes, static_cast<int>(word & 0xff), 0});
+  };
+  add(1, "Data", int64_t{ecx5 >> 24} << 10, ecx5);
+  add(1, "Instruction", int64_t{edx5 >> 24} << 10, edx5);
+  add(2, "Unified", int64_t{ecx6 >> 16} << 10, ecx6);
+  add(3, "Unified", int64_t{edx6 >> 18} << 19, edx6);
+  return caches;
 }
 
 std::vector<std::string> x86_usable_isa(const X86CpuidWords& w, uint64_t xcr0) {

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "deep500/device.h"
+
 namespace d5::detail {
 
 // Whole file as text. On failure returns nullopt and, when `error` is given, the strerror text
@@ -26,13 +28,6 @@ std::vector<std::string> split_words(std::string_view s);
 std::optional<int64_t> parse_int(std::string_view s);
 // Same for the unsigned 64-bit counters of powercap, which may exceed int64 in principle.
 std::optional<uint64_t> parse_uint64(std::string_view s);
-
-// sysfs cache sizes: "32K", "1024K", "16M", "1G" or plain bytes "512". Binary multiples, as the
-// kernel means them.
-std::optional<int64_t> parse_size_string(std::string_view s);
-
-// Number of CPUs in a kernel cpu list such as "0-3,8-11" (8) or "5" (1). An empty list is 0.
-std::optional<int> count_cpu_list(std::string_view s);
 
 // Value of the first "key : value" line in /proc/cpuinfo text, i.e. of the first processor
 // block; the key must match exactly (so "model" does not find "model name").
@@ -55,6 +50,18 @@ struct X86CpuidWords {
   uint32_t leaf7_ebx = 0, leaf7_ecx = 0, leaf7_edx = 0;
   uint32_t leaf7_1_eax = 0;  // subleaf 1; zero when the CPU does not have it
 };
+
+// One cache from the deterministic cache parameters that CPUID leaf 4 (Intel) and leaf
+// 0x8000001D (AMD, Hygon) report in the same layout: EAX type and level, EBX line size,
+// partitions and ways, ECX sets, each stored minus one. nullopt for type 0 (the list's end) or a
+// reserved type. shared_by_cpus stays 0: the leaf gives the addressable IDs, not who shares.
+std::optional<CacheInfo> decode_cpuid_cache(uint32_t eax, uint32_t ebx, uint32_t ecx);
+
+// The caches AMD's older leaves describe, for CPUs (or hypervisors) without leaf 0x8000001D:
+// 0x80000005 ECX/EDX (L1 data/instruction: size in KiB in bits 31-24, line in 7-0) and
+// 0x80000006 ECX (L2: KiB in 31-16) and EDX (L3: 512 KiB units in 31-18). A size of 0 means
+// that level is absent.
+std::vector<CacheInfo> decode_amd_legacy_caches(uint32_t ecx5, uint32_t edx5, uint32_t ecx6, uint32_t edx6);
 
 // Extensions that are *usable*: present in CPUID and with their register state enabled by the
 // OS in XCR0. `xcr0` must be 0 when CPUID.1:ECX.OSXSAVE is clear (XGETBV would fault).

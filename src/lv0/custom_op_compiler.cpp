@@ -20,12 +20,12 @@
 
 #include <fmt/format.h>
 
+#include "core/digest.h"
 #include "custom_op_common.h"
 #include "deep500/atomic_file.h"
 #include "deep500/custom_op.h"
 #include "deep500/error.h"
 #include "deep500/op_registry.h"
-#include "deep500/sha256.h"
 
 extern char** environ;
 
@@ -218,7 +218,7 @@ std::string generate_cmakelists(const std::string& name, const std::vector<Sourc
 }
 
 // Length-prefixed fields, so that no two different inputs serialize to the same byte string.
-void hash_field(Sha256& h, std::string_view tag, std::string_view value) {
+void hash_field(Digest& h, std::string_view tag, std::string_view value) {
   h.update(fmt::format("{}:{}:", tag, value.size()));
   h.update(value);
 }
@@ -338,7 +338,7 @@ CustomOpBuild build_custom_op(const std::string& name, const std::vector<fs::pat
   const std::string cmakelists = generate_cmakelists(name, sources, definitions, options, include_dir);
   const std::string compiler = cxx_compiler(options);
 
-  Sha256 h;
+  Digest h(DigestKind::sha256);
   hash_field(h, "abi", std::to_string(D5_CUSTOM_OP_ABI_VERSION));
   hash_field(h, "cmakelists", cmakelists);  // name, definitions, flags, include dirs, libraries
   for (const auto& s : sources) {

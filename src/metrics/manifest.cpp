@@ -22,15 +22,23 @@ json cpu_json(const CpuInfo& c) {
   for (const auto& k : c.caches)
     caches.push_back({{"level", k.level}, {"type", k.type}, {"size_bytes", k.size_bytes},
                       {"line_bytes", k.line_bytes}, {"shared_by_cpus", k.shared_by_cpus}});
-  return {{"vendor", c.vendor},
-          {"model", c.model},
-          {"architecture", c.architecture},
-          {"isa", c.isa},
-          {"logical_cores", c.logical_cores},
-          {"physical_cores", c.physical_cores},
-          {"sockets", c.sockets},
-          {"max_mhz", c.max_mhz},
-          {"caches", caches}};
+  json j = {{"vendor", c.vendor},
+            {"model", c.model},
+            {"architecture", c.architecture},
+            {"isa", c.isa},
+            {"logical_cores", c.logical_cores},
+            {"physical_cores", c.physical_cores},
+            {"sockets", c.sockets},
+            {"numa_nodes", c.numa_nodes},
+            {"topology_source", c.topology_source},
+            {"max_mhz", c.max_mhz},
+            {"caches", caches}};
+  if (c.caches.empty()) {
+    j["caches_unavailable_reason"] = c.caches_unavailable_reason;
+  } else {
+    j["cache_source"] = c.cache_source;
+  }
+  return j;
 }
 
 json clocks_json() {

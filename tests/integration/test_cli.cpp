@@ -1,6 +1,7 @@
 // Integration tests: the real d5 binary, its output and its exit codes.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 
@@ -25,6 +26,33 @@ TEST(CliInfo, JsonIsValidAndCarriesTheManifest) {
   bool has_reference = false;
   for (const auto& b : j["backends"]) has_reference |= b["name"] == "reference";
   EXPECT_TRUE(has_reference);
+}
+
+// With hwloc told to use neither sysfs nor CPUID, deep500 decodes CPUID itself: the same caches,
+// and the manifest says where they came from.
+TEST(CliInfo, CachesFallBackToCpuidWhenHwlocFindsNone) {
+  const auto normal = nlohmann::json::parse(run_d5({"info", "--format", "json"}).out)["cpu"];
+  if (normal["architecture"] != "x86_64") GTEST_SKIP() << "CPUID exists on x86 only";
+  ASSERT_EQ(setenv("HWLOC_COMPONENTS", "-linux,-x86", 1), 0);
+  const auto r = run_d5({"info", "--format", "json"});
+  unsetenv("HWLOC_COMPONENTS");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto cpu = nlohmann::json::parse(r.out)["cpu"];
+  if (normal["caches"].empty()) {
+    EXPECT_TRUE(cpu["caches"].empty());
+    EXPECT_NE(cpu["caches_unavailable_reason"].get<std::string>().find("found no cache"), std::string::npos);
+    return;
+  }
+  EXPECT_EQ(cpu["cache_source"].get<std::string>().rfind("CPUID, decoded by deep500", 0), 0u) << cpu["cache_source"];
+  ASSERT_EQ(cpu["caches"].size(), normal["caches"].size()) << cpu["caches"] << normal["caches"];
+  for (size_t i = 0; i < cpu["caches"].size(); ++i) {
+    for (const char* key : {"level", "type", "size_bytes", "line_bytes"})
+      EXPECT_EQ(cpu["caches"][i][key], normal["caches"][i][key]) << "cache " << i << " " << key;
+  }
+  // And the console shows the source.
+  const auto console = run_d5({"info"}).out;
+  EXPECT_NE(console.find("caches     L1"), std::string::npos) << console;
+  EXPECT_NE(console.find(normal["cache_source"].get<std::string>()), std::string::npos) << console;
 }
 
 TEST(CliInfo, ConsoleNamesBackendsAndHost) {

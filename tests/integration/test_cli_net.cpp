@@ -148,17 +148,27 @@ TEST(CliNet, TrainStepWithBreakdownAndOverheadToAFile) {
   const auto r =
       run_d5({"net", "mlp", "--mode", "train-step", "--batch", "8", "--backend", "reference", "--breakdown",
               "--overhead", "--max-time", "0.5", "--format", "json", "-o", out.string()});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(read_file(out.string()));
   fs::remove(out);
   ASSERT_EQ(j["cases"].size(), 1u);
   const auto& c = j["cases"][0];
-  EXPECT_EQ(c["state"], "PASSED") << c["detail"];
   EXPECT_EQ(c["params"]["loss"], "loss");
   const auto* overhead = find_metric(c, "framework_overhead");
   ASSERT_TRUE(overhead);
-  EXPECT_GT((*overhead)["summary"]["median"].get<double>(), 0.5);
+  EXPECT_GT((*overhead)["summary"]["median"].get<double>(), 0);
   EXPECT_EQ((*overhead)["info"]["mode"], "train-step");
+  // A ratio whose CI reaches 1 is a finding (PASSED, exit 0); one wholly below 1 can only come from
+  // other load on the cores and makes the case MISTRUSTED with the reason (exit 1), never a number.
+  const double upper = (*overhead)["summary"]["median_ci"]["upper"].get<double>();
+  if (upper >= 1) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(c["state"], "PASSED") << c["detail"];
+  } else {
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(c["state"], "MISTRUSTED");
+    EXPECT_NE(c["detail"].get<std::string>().find("lies below 1"), std::string::npos) << c["detail"];
+    EXPECT_EQ((*overhead)["info"]["mistrusted"], c["detail"].get<std::string>().substr(0, (*overhead)["info"]["mistrusted"].get<std::string>().size()));
+  }
   // Both passes in the breakdown.
   std::set<std::string> passes;
   for (const auto& n : c["extra"]["breakdown"]["nodes"]) passes.insert(n["pass"]);

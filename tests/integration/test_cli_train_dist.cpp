@@ -12,6 +12,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -184,7 +185,8 @@ TEST_F(CliTrainDist, SeveralRanksWithoutASchemeAreRefused) {
 TEST_F(CliTrainDist, AnErrorOnOneRankEndsEveryRank) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto r = mpirun(2, train_args(8, 3, {"--dist", "dsgd", "--checkpoint", path("no-such-dir/ck")}));
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  // Seconds when idle; the bound only catches a hang, with room for a loaded machine.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(90));
   EXPECT_EQ(r.exit_code, 4) << r.err;  // IoError
   EXPECT_NE(r.err.find("d5: rank 0 error: cannot write"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("ending every rank"), std::string::npos) << r.err;
@@ -253,6 +255,14 @@ struct FaultOutcome {
   std::string said;     // the launcher's stdout and stderr, lower case
   bool others_left = false;
 };
+
+// The silence the watchdog reported ("has sent no heartbeat for 21.3 s"), or -1 without one.
+double reported_silence(const std::string& said) {
+  const std::string key = "has sent no heartbeat for ";
+  const size_t at = said.find(key);
+  if (at == std::string::npos) return -1;
+  return std::strtod(said.c_str() + at + key.size(), nullptr);
+}
 
 // Launches 3 ranks training "forever", sends rank 1 `signal` once they train, and waits up to
 // 40 s for the launcher to end.
@@ -347,7 +357,9 @@ TEST_F(CliTrainDist, AStoppedRankIsNamedByTheWatchdogAndEndsTheRunWithinThirtySe
   const FaultOutcome f = fault_run(dir_.path.string(), SIGSTOP, {});
   ASSERT_TRUE(f.started) << "the ranks never trained";
   ASSERT_TRUE(f.ended && f.seconds < 30) << "the run still ran " << f.seconds << " s after rank 1 was stopped";
-  EXPECT_GT(f.seconds, 19) << "the watchdog fired before its 20 s timeout:\n" << f.said;
+  // The silence the watchdog measured, not the time since SIGSTOP: under load the stopped rank's
+  // last heartbeat may precede the signal by more than one interval.
+  EXPECT_GE(reported_silence(f.said), 20.0) << "the watchdog fired before its 20 s timeout:\n" << f.said;
   EXPECT_TRUE(WIFEXITED(f.status) && WEXITSTATUS(f.status) == 4) << "status " << f.status << "\n" << f.said;
   EXPECT_NE(f.said.find("d5: rank 2 (" ), std::string::npos) << f.said;
   EXPECT_NE(f.said.find("rank 1 (host"), std::string::npos) << f.said;
@@ -360,7 +372,7 @@ TEST_F(CliTrainDist, DistTimeoutIsHonouredAndRecorded) {
   const FaultOutcome f = fault_run(dir_.path.string(), SIGSTOP, {"--dist-timeout", "3"});
   ASSERT_TRUE(f.started);
   ASSERT_TRUE(f.ended);
-  EXPECT_GT(f.seconds, 2.9);
+  EXPECT_GE(reported_silence(f.said), 3.0) << f.said;
   EXPECT_LT(f.seconds, 15);
   EXPECT_NE(f.said.find("watchdog timeout 3 s"), std::string::npos) << f.said;
 

@@ -18,10 +18,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/digest.h"
 #include "deep500/downloader.h"
 #include "deep500/error.h"
-#include "deep500/md5.h"
-#include "deep500/sha256.h"
 
 namespace d5 {
 
@@ -38,21 +37,15 @@ bool download_supported() {
 std::string file_checksum(const std::string& path, const DownloadableFile& file) {
   std::ifstream in(path, std::ios::binary);
   D5_CHECK(in, IoError, "cannot open '{}' to verify it", path);
-  Sha256 sha;
-  Md5 md5;
-  const bool use_sha = !file.sha256.empty();
+  Digest digest(file.sha256.empty() ? DigestKind::md5 : DigestKind::sha256);
   std::vector<char> buffer(1 << 20);
   while (in) {
     in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
     const auto got = static_cast<size_t>(in.gcount());
-    if (use_sha) {
-      sha.update(buffer.data(), got);
-    } else {
-      md5.update(buffer.data(), got);
-    }
+    digest.update(buffer.data(), got);
   }
   D5_CHECK(in.eof(), IoError, "cannot read '{}' to verify it", path);
-  return use_sha ? sha.hex_digest() : md5.hex_digest();
+  return digest.hex_digest();
 }
 
 namespace {

@@ -82,8 +82,9 @@ std::optional<Batch> DataLoader::next_synchronous() {
 std::optional<Batch> DataLoader::next() {
   if (at_epoch_end_) return std::nullopt;
   if (options_.prefetch == 0) return next_synchronous();
-  if (workers_.empty()) start_workers();
+  // The wait starts before the workers do: the first batch's wait includes their start.
   const int64_t t0 = wall_now_ns();
+  if (workers_.empty()) start_workers();
   Item item;
   {
     std::unique_lock lock(mutex_);

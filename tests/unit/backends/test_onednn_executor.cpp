@@ -219,8 +219,11 @@ TEST_F(OnednnExecutor, FrameworkOverheadRunsTheSameVariants) {
     SCOPED_TRACE(loss);
     const auto r = framework_overhead(*ex, feeds_of(net), loss, {}, quick);
     ASSERT_TRUE(r.ratio.summary);
-    EXPECT_GT(r.ratio.summary->median, 0.5);
-    EXPECT_LT(r.ratio.summary->median, 10);
+    EXPECT_GT(r.ratio.summary->median, 0);
+    // Its CI reaches 1 (the same primitives plus bookkeeping) unless other load made the
+    // measurement untrustworthy, which it then says.
+    ASSERT_TRUE(r.ratio.summary->median_ci.available);
+    EXPECT_EQ(r.state == CaseState::Mistrusted, r.ratio.summary->median_ci.upper < 1) << r.mistrust_reason;
   }
 }
 

@@ -6,30 +6,6 @@
 
 namespace d5::detail {
 
-TEST(SysfsParse, SizeStrings) {
-  EXPECT_EQ(parse_size_string("32K"), 32 * 1024);
-  EXPECT_EQ(parse_size_string("1024K\n"), 1024 * 1024);
-  EXPECT_EQ(parse_size_string("16M"), int64_t{16} << 20);
-  EXPECT_EQ(parse_size_string("2G"), int64_t{2} << 30);
-  EXPECT_EQ(parse_size_string("512"), 512);
-  EXPECT_EQ(parse_size_string(""), std::nullopt);
-  EXPECT_EQ(parse_size_string("K"), std::nullopt);
-  EXPECT_EQ(parse_size_string("12KB"), std::nullopt);
-  EXPECT_EQ(parse_size_string("-4K"), std::nullopt);
-  EXPECT_EQ(parse_size_string("99999999999999999999G"), std::nullopt);
-}
-
-TEST(SysfsParse, CpuLists) {
-  EXPECT_EQ(count_cpu_list("0-3,8-11"), 8);
-  EXPECT_EQ(count_cpu_list("5\n"), 1);
-  EXPECT_EQ(count_cpu_list("0,2,4-5"), 4);
-  EXPECT_EQ(count_cpu_list(""), 0);
-  EXPECT_EQ(count_cpu_list("3-1"), std::nullopt);
-  EXPECT_EQ(count_cpu_list("0-"), std::nullopt);
-  EXPECT_EQ(count_cpu_list("0,"), std::nullopt);
-  EXPECT_EQ(count_cpu_list("a-b"), std::nullopt);
-}
-
 TEST(SysfsParse, Integers) {
   EXPECT_EQ(parse_int(" 42\n"), 42);
   EXPECT_EQ(parse_int("42x"), std::nullopt);

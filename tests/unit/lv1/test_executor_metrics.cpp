@@ -4,6 +4,8 @@
 #include <cmath>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "deep500/executor_metrics.h"
 #include "deep500/op_registry.h"
 #include "deep500/operator_executor.h"
@@ -16,6 +18,25 @@ class ExecutorMetricsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { register_builtin_operators(); }
 };
+
+// The assertion a timing under other load allows: the ratio's CI reaches 1 and the case is a
+// finding, or it does not and the case says why it is mistrusted.
+void expect_overhead_at_least_one_or_mistrusted(const FrameworkOverhead& fo) {
+  ASSERT_TRUE(fo.ratio.summary);
+  EXPECT_TRUE(std::isfinite(fo.ratio.summary->median));
+  EXPECT_GT(fo.ratio.summary->median, 0);
+  ASSERT_TRUE(fo.ratio.summary->median_ci.available);
+  EXPECT_EQ(fo.ratio.info["same_operators"], true);  // only then can a ratio below 1 be judged
+  if (fo.ratio.summary->median_ci.upper >= 1) {
+    EXPECT_EQ(fo.state, CaseState::Passed);
+    EXPECT_EQ(fo.mistrust_reason, "");
+    EXPECT_FALSE(fo.ratio.info.contains("mistrusted"));
+  } else {
+    EXPECT_EQ(fo.state, CaseState::Mistrusted);
+    EXPECT_NE(fo.mistrust_reason.find("lies below 1"), std::string::npos) << fo.mistrust_reason;
+    EXPECT_EQ(fo.ratio.info.value("mistrusted", ""), fo.mistrust_reason);
+  }
+}
 
 RunSettings quick() {
   RunSettings s;
@@ -72,6 +93,34 @@ TEST_F(ExecutorMetricsTest, BreakdownCoversEveryNodeOfBothPasses) {
   EXPECT_THROW(breakdown(*timer), InvalidArgument);
 }
 
+// A ratio whose CI lies wholly below 1 is mistrusted with the reason; one whose CI reaches 1 is a
+// finding. 20 evenly spaced ratios: the CI's ranks lie within the middle 12, so a range that
+// ends at 0.99 is wholly below 1 and one from 0.90 to 1.09 reaches it.
+TEST(FrameworkOverheadVerdict, ACiBelowOneIsMistrusted) {
+  auto ratio_of = [](double first, double step) {
+    std::vector<double> v;
+    for (int i = 0; i < 20; ++i) v.push_back(first + step * i);
+    MetricRecord r;
+    r.name = "framework_overhead";
+    r.unit = "ratio";
+    r.samples = v;
+    r.summary = summarize(v);
+    return r;
+  };
+  const auto low = ratio_of(0.30, 0.01);
+  const std::string below = overhead_mistrust_reason(low);
+  EXPECT_NE(below.find(fmt::format("95% CI [{:.3f}, {:.3f}] lies below 1", low.summary->median_ci.lower,
+                                   low.summary->median_ci.upper)),
+            std::string::npos)
+      << below;
+  EXPECT_NE(below.find("Rerun on an idle machine"), std::string::npos) << below;
+  EXPECT_EQ(overhead_mistrust_reason(ratio_of(1.10, 0.01)), "");  // an overhead
+  EXPECT_EQ(overhead_mistrust_reason(ratio_of(0.90, 0.01)), "");  // CI [0.95, 1.04] reaches 1
+  EXPECT_NE(overhead_mistrust_reason(ratio_of(0.80, 0.01)), "");  // CI [0.85, 0.94]
+  MetricRecord none;
+  EXPECT_EQ(overhead_mistrust_reason(none), "");  // no samples, nothing to judge
+}
+
 TEST_F(ExecutorMetricsTest, FrameworkOverheadComparesWithTheSameOperatorsAlone) {
   Network net = test::mlp(16, 32, 64, 4);
   ReferenceExecutor ex(net);
@@ -87,10 +136,9 @@ TEST_F(ExecutorMetricsTest, FrameworkOverheadComparesWithTheSameOperatorsAlone) 
   for (size_t i = 0; i < inf.ratio.samples.size(); ++i)
     EXPECT_NEAR(inf.ratio.samples[i], inf.executor_time.samples[i] / inf.operators_time.samples[i],
                 1e-9 * inf.ratio.samples[i]);
-  // The executor runs the same operator code plus its bookkeeping: the ratio is positive, and a
-  // ratio beyond 10 on this network would mean the executor costs far more than the work.
-  EXPECT_GT(inf.ratio.summary->median, 0.5);
-  EXPECT_LT(inf.ratio.summary->median, 10);
+  // The executor runs the same operator code plus its bookkeeping, so its CI reaches 1 or the
+  // measurement says it cannot be trusted (under other load); no bound is placed on noise.
+  expect_overhead_at_least_one_or_mistrusted(inf);
   EXPECT_EQ(inf.ratio.info["mode"], "inference");
   // The user's events are back, and were not called during the measurement.
   EXPECT_EQ(ex.events().size(), 1u);
@@ -99,6 +147,7 @@ TEST_F(ExecutorMetricsTest, FrameworkOverheadComparesWithTheSameOperatorsAlone) 
   const auto train = framework_overhead(ex, feeds, "loss_value", {}, quick());
   EXPECT_EQ(train.operators, 8);  // 4 forward + 4 backward
   EXPECT_EQ(train.ratio.info["mode"], "train-step");
+  expect_overhead_at_least_one_or_mistrusted(train);
 #ifdef D5_TEST_HAVE_ONEDNN
   // The oneDNN executor's operators come from its own preference list.
   auto onednn = make_executor(net, "onednn");

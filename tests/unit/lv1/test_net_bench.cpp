@@ -36,7 +36,16 @@ TEST(NetBench, EveryExecutorIsValidatedTimedAndBrokenDown) {
   ASSERT_EQ(cases.size(), o.backends.size());
   for (size_t i = 0; i + 1 < cases.size(); ++i) {
     const CaseResult& c = cases[i];
-    EXPECT_EQ(c.state, CaseState::Passed) << c.name << ": " << c.detail;
+    // An operator executor's FrameworkOverhead whose CI lies below 1 (possible only under other
+    // load) makes the case MISTRUSTED, saying so; anything else is PASSED.
+    const auto* overhead = find_metric(c, "framework_overhead");
+    ASSERT_TRUE(overhead) << c.name;
+    EXPECT_EQ(overhead->info["same_operators"], c.backend != "torch") << c.name;
+    if (c.state == CaseState::Mistrusted && overhead->info.contains("mistrusted")) {
+      EXPECT_EQ(c.detail.rfind("FrameworkOverhead's 95% CI", 0), 0u) << c.detail;
+    } else {
+      EXPECT_EQ(c.state, CaseState::Passed) << c.name << ": " << c.detail;
+    }
     EXPECT_EQ(c.name, "cnn/" + c.backend);
     EXPECT_EQ(c.params["batch"], 4);  // the first dimension of the first input
     for (const char* m : {"latency", "throughput", "peak_tensor_bytes", "peak_rss", "framework_overhead",

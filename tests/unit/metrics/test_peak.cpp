@@ -62,8 +62,8 @@ TEST(Peak, EveryUsableKernelIsWithinTheSanityBand) {
       EXPECT_GE(m.outcome.runs, 10);
       EXPECT_EQ(m.samples.size(), static_cast<size_t>(m.outcome.runs));
       // 0.5 GFLOP/s: even a scalar kernel on a 1 GHz core manages 2 flops per cycle unless it is
-      // broken (or starved by a host far busier than a benchmark should run on).
-      EXPECT_GT(m.summary.median, 0.5);
+      // broken. The best run, since only a slowdown of every run can push that down.
+      EXPECT_GT(m.summary.max, 0.5);
       EXPECT_LT(m.summary.max, theoretical_bound_gflops(isa, threads));
       EXPECT_TRUE(m.summary.median_ci.available);
     }
@@ -76,7 +76,7 @@ TEST(Peak, TriadMovesData) {
   const PeakMeasurement m = measure_triad_bandwidth(1, s);
   EXPECT_EQ(m.unit, "GB/s");
   EXPECT_DOUBLE_EQ(m.work_per_run, 3.0 * (8 << 20));
-  EXPECT_GT(m.summary.median, 0.1);
+  EXPECT_GT(m.summary.max, 0.1);       // the best run: load slows some runs, not all
   EXPECT_LT(m.summary.median, 10000);  // 10 TB/s from one thread would mean the loop was skipped
   EXPECT_THROW(measure_triad_bandwidth(0, s), InvalidArgument);
 }

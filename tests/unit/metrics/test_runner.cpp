@@ -161,8 +161,8 @@ TEST(StandardMetrics, CpuTimeAndUtilizationOfABusyAndAnIdleThread) {
   EXPECT_GE(cpu[0], 0.050);
   EXPECT_LT(cpu[1], 0.01);  // sleeping burns (almost) no CPU
   // Utilization is cpu / (wall * threads); the three metrics read their clocks microseconds
-  // apart, so the ratio matches to well within 5%.
-  EXPECT_NEAR(util[0], cpu[0] / wall[0], 0.05 * cpu[0] / wall[0]);
+  // apart, so the ratio matches to within 10% even if a preemption falls between the reads.
+  EXPECT_NEAR(util[0], cpu[0] / wall[0], 0.10 * cpu[0] / wall[0]);
   EXPECT_LT(util[1], 0.2);
   EXPECT_GT(util[0], util[1]);
 }

@@ -8,7 +8,7 @@
 #include "data_test_util.h"
 #include "deep500/downloader.h"
 #include "deep500/error.h"
-#include "deep500/sha256.h"
+#include "core/digest.h"
 
 namespace d5::test {
 

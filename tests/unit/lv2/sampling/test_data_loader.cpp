@@ -2,6 +2,8 @@
 // batch, transforms, timings and shutdown.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -186,17 +188,19 @@ TEST(DataLoader, RecordsProduceAndWaitTimePerBatch) {
     std::this_thread::sleep_for(40ms);
   }
   ASSERT_EQ(loader->timings().size(), 6u);
-  double later_waits = 0;
+  std::vector<double> later_waits;
   for (size_t i = 0; i < loader->timings().size(); ++i) {
     const BatchTiming& t = loader->timings()[i];
     EXPECT_GE(t.fetch_s, 0.020);
     EXPECT_DOUBLE_EQ(t.produce_s, t.fetch_s + t.transform_s);
-    if (i > 0) later_waits += t.wait_s;
+    if (i > 0) later_waits.push_back(t.wait_s);
   }
   EXPECT_GE(loader->timings()[0].wait_s, 0.020);  // nothing was ready for the first one
-  // 5 batches of 20 ms production fully hidden behind 40 ms of consumer work; 50 ms in total
-  // leaves room for a loaded machine while still failing if prefetch did not overlap at all (100 ms).
-  EXPECT_LT(later_waits, 0.050);
+  // 5 batches of 20 ms production hidden behind 40 ms of consumer work: the median wait is far
+  // below the 20 ms each would take without overlap. A median, so that a preemption or two on a
+  // loaded machine cannot decide it.
+  std::sort(later_waits.begin(), later_waits.end());
+  EXPECT_LT(later_waits[later_waits.size() / 2], 0.010);
 
   auto sync = make_loader(ds, "ordered", 0, 1);
   ASSERT_TRUE(sync->next());

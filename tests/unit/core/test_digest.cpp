@@ -2,7 +2,8 @@
 
 #include <string>
 
-#include "deep500/sha256.h"
+#include "core/digest.h"
+#include "deep500/error.h"
 
 namespace d5 {
 namespace {
@@ -18,7 +19,7 @@ TEST(Sha256, Fips180_2TwoBlocks) {
 }
 
 TEST(Sha256, Fips180_2MillionA) {
-  Sha256 h;
+  Digest h(DigestKind::sha256);
   const std::string chunk(1000, 'a');
   for (int i = 0; i < 1000; ++i) h.update(chunk);
   EXPECT_EQ(h.hex_digest(), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
@@ -36,7 +37,7 @@ TEST(Sha256, ChunkingDoesNotMatter) {
     for (size_t i = 0; i < len; ++i) msg += static_cast<char>('a' + i % 26);
     const std::string whole = sha256_hex(msg);
     for (size_t split = 0; split <= len; split += 7) {
-      Sha256 h;
+      Digest h(DigestKind::sha256);
       h.update(std::string_view(msg).substr(0, split));
       h.update(std::string_view(msg).substr(split));
       EXPECT_EQ(h.hex_digest(), whole) << "length " << len << " split " << split;
@@ -45,6 +46,40 @@ TEST(Sha256, ChunkingDoesNotMatter) {
   // 56 bytes of 'a': the length no longer fits the first padded block (known digest).
   EXPECT_EQ(sha256_hex(std::string(56, 'a')),
             "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+}
+
+// The test suite of RFC 1321, appendix A.5.
+TEST(Md5, MatchesRfc1321TestSuite) {
+  EXPECT_EQ(md5_hex(""), "d41d8cd98f00b204e9800998ecf8427e");
+  EXPECT_EQ(md5_hex("a"), "0cc175b9c0f1b6a831c399e269772661");
+  EXPECT_EQ(md5_hex("abc"), "900150983cd24fb0d6963f7d28e17f72");
+  EXPECT_EQ(md5_hex("message digest"), "f96b697d7cb7938d525a2f31aaf161d0");
+  EXPECT_EQ(md5_hex("abcdefghijklmnopqrstuvwxyz"), "c3fcd3d76192e4007dfb496cca67e13b");
+  EXPECT_EQ(md5_hex("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"),
+            "d174ab98d277d9f5a5611c2c9f419d9f");
+  EXPECT_EQ(md5_hex("12345678901234567890123456789012345678901234567890123456789012345678901234567890"),
+            "57edf4a22be3c955ac49da2e2107b67a");
+}
+
+TEST(Md5, IncrementalUpdatesEqualOneShot) {
+  std::string data(1000, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7);
+  Digest h(DigestKind::md5);
+  for (size_t i = 0; i < data.size(); i += 37) h.update(std::string_view(data).substr(i, 37));
+  EXPECT_EQ(h.hex_digest(), md5_hex(data));
+}
+
+// A finished digest cannot silently hash a truncated message.
+TEST(Digest, UpdateOrFinishAfterFinishingIsRefused) {
+  Digest h(DigestKind::sha256);
+  h.update("abc");
+  EXPECT_EQ(h.hex_digest(), sha256_hex("abc"));
+  EXPECT_THROW(h.update("d"), InvalidArgument);
+  EXPECT_THROW(h.hex_digest(), InvalidArgument);
+  Digest moved(DigestKind::md5);
+  moved.update("a");
+  Digest into = std::move(moved);
+  EXPECT_EQ(into.hex_digest(), "0cc175b9c0f1b6a831c399e269772661");
 }
 
 }  // namespace
