@@ -17,12 +17,12 @@
 #include <iostream>
 
 #include "bench_util.h"
-#include "deep500/distributed_optimizers.h"
-#include "deep500/executor_metrics.h"
-#include "deep500/gradient_buckets.h"
-#include "deep500/op_registry.h"
-#include "deep500/model_zoo.h"
-#include "deep500/mpi_world.h"
+#include "deep500/dist/distributed_optimizers.h"
+#include "deep500/net/executor_metrics.h"
+#include "deep500/dist/gradient_buckets.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/net/model_zoo.h"
+#include "deep500/dist/mpi_world.h"
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <numeric>
 
 #include "bench_util.h"
-#include "deep500/dataset.h"
-#include "deep500/dataset_formats.h"
-#include "deep500/rng.h"
+#include "deep500/train/dataset.h"
+#include "deep500/train/dataset_formats.h"
+#include "deep500/core/rng.h"
 
 namespace {
 

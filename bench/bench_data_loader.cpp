@@ -9,11 +9,11 @@
 #include <iostream>
 
 #include "bench_util.h"
-#include "deep500/data_loader.h"
-#include "deep500/dataset_metrics.h"
-#include "deep500/rng.h"
-#include "deep500/samplers.h"
-#include "deep500/timer.h"
+#include "deep500/train/data_loader.h"
+#include "deep500/train/dataset_metrics.h"
+#include "deep500/core/rng.h"
+#include "deep500/train/samplers.h"
+#include "deep500/metrics/timer.h"
 
 namespace {
 

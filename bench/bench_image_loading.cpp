@@ -24,10 +24,10 @@
 #include <thread>
 
 #include "bench_util.h"
-#include "deep500/dataset.h"
-#include "deep500/image_datasets.h"
-#include "deep500/jpeg.h"
-#include "deep500/tar_archive.h"
+#include "deep500/train/dataset.h"
+#include "deep500/train/image_datasets.h"
+#include "lv2/images/jpeg.h"
+#include "lv2/images/tar_archive.h"
 #include "lv2/images/register_images.h"
 
 namespace {

@@ -11,10 +11,10 @@
 #include <iostream>
 
 #include "bench_util.h"
-#include "deep500/graph_executor.h"
-#include "deep500/microbatch.h"
-#include "deep500/op_registry.h"
-#include "deep500/operator_executor.h"
+#include "deep500/net/graph_executor.h"
+#include "deep500/net/microbatch.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/net/operator_executor.h"
 
 namespace {
 

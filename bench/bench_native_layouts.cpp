@@ -10,10 +10,10 @@
 #include <iostream>
 
 #include "bench_util.h"
-#include "deep500/model_zoo.h"
-#include "deep500/op_registry.h"
-#include "deep500/operator_executor.h"
-#include "deep500/rng.h"
+#include "deep500/net/model_zoo.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/net/operator_executor.h"
+#include "deep500/core/rng.h"
 
 namespace {
 

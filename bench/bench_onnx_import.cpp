@@ -8,9 +8,9 @@
 #include <iostream>
 
 #include "bench_util.h"
-#include "deep500/onnx_import.h"
-#include "deep500/onnx_io.h"
-#include "deep500/op_registry.h"
+#include "deep500/onnx/onnx_import.h"
+#include "deep500/onnx/onnx_io.h"
+#include "deep500/op/op_registry.h"
 
 namespace {
 

@@ -13,10 +13,10 @@
 #endif
 
 #include "bench_util.h"
-#include "deep500/backend.h"
-#include "deep500/manifest.h"
-#include "deep500/op_bench.h"
-#include "deep500/op_registry.h"
+#include "deep500/core/backend.h"
+#include "deep500/metrics/manifest.h"
+#include "deep500/op/op_bench.h"
+#include "deep500/op/op_registry.h"
 #include "native_ops.h"
 
 namespace {

@@ -10,10 +10,10 @@
 #include <torch/optim.h>
 
 #include "bench_util.h"
-#include "deep500/backend.h"
-#include "deep500/model_zoo.h"
-#include "deep500/optimizer.h"
-#include "deep500/rng.h"
+#include "deep500/core/backend.h"
+#include "deep500/net/model_zoo.h"
+#include "deep500/train/optimizer.h"
+#include "deep500/core/rng.h"
 
 using namespace d5;
 using namespace d5::bench;

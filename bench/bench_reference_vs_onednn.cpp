@@ -10,10 +10,10 @@
 #include <iostream>
 
 #include "bench_util.h"
-#include "deep500/backend.h"
-#include "deep500/manifest.h"
-#include "deep500/op_registry.h"
-#include "deep500/peak.h"
+#include "deep500/core/backend.h"
+#include "deep500/metrics/manifest.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/metrics/peak.h"
 #include "native_ops.h"
 
 namespace {

@@ -11,7 +11,7 @@
 // both alike (steps alternate within a round too); the ratio of each round's medians gives a median
 // with its 95% CI. Target: <= 1.03. --threads sets ATen's thread count (0: its default);
 // --malloc keep (the default here) or system picks the allocator policy for the whole process
-// (include/deep500/malloc_policy.h): under glibc's defaults both sides pay page faults that
+// (include/deep500/core/malloc_policy.h): under glibc's defaults both sides pay page faults that
 // depend on the order in which tensors are freed, which is not the executor's work; page faults
 // per step are printed for each side.
 // --gradients adopt,accumulate times the executor with each way of landing gradients in the network.
@@ -27,12 +27,12 @@
 
 #include "backends/torch/torch_executor.h"
 #include "bench_util.h"
-#include "deep500/graph_executor.h"
-#include "deep500/malloc_policy.h"
-#include "deep500/manifest.h"
-#include "deep500/network.h"
-#include "deep500/op_registry.h"
-#include "deep500/rng.h"
+#include "deep500/net/graph_executor.h"
+#include "deep500/core/malloc_policy.h"
+#include "deep500/metrics/manifest.h"
+#include "deep500/net/network.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/core/rng.h"
 
 namespace {
 

@@ -10,11 +10,11 @@
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
-#include "deep500/results.h"
-#include "deep500/runner.h"
-#include "deep500/standard_metrics.h"
-#include "deep500/statistics.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/results.h"
+#include "deep500/metrics/runner.h"
+#include "deep500/metrics/standard_metrics.h"
+#include "deep500/metrics/statistics.h"
 
 namespace d5::bench {
 

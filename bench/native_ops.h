@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "deep500/suites.h"
+#include "deep500/op/suites.h"
 
 namespace d5::bench {
 

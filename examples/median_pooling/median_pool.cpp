@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "deep500/custom_op.h"
+#include "deep500/op/custom_op.h"
 
 #ifndef KERNEL_SIZE
 #error "define KERNEL_SIZE (window height and width), e.g. {\"KERNEL_SIZE\", \"3\"}"

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "deep500/communicator.h"
-#include "deep500/error.h"
+#include "deep500/dist/communicator.h"
+#include "deep500/core/error.h"
 
 class RingAllreduceCommunicator : public d5::Communicator {
  public:

@@ -1,10 +1,10 @@
 // Registers the backends this binary was built with. Which ones is decided at configure time
 // (D5_WITH_*), so there is no run-time if/else over backends anywhere else.
-#include "deep500/backend.h"
-#include "deep500/dataset.h"
-#include "deep500/op_registry.h"
-#include "deep500/operator_executor.h"
-#include "deep500/optimizers.h"
+#include "deep500/core/backend.h"
+#include "deep500/train/dataset.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/net/operator_executor.h"
+#include "deep500/train/optimizers.h"
 
 namespace d5 {
 namespace reference { void register_all(); }

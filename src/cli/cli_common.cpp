@@ -4,10 +4,10 @@
 #include <optional>
 #include <sstream>
 
-#include "deep500/atomic_file.h"
-#include "deep500/error.h"
-#include "deep500/parse_number.h"
-#include "deep500/reporter.h"
+#include "deep500/metrics/atomic_file.h"
+#include "deep500/core/error.h"
+#include "deep500/core/parse_number.h"
+#include "deep500/metrics/reporter.h"
 
 namespace d5::cli {
 
@@ -47,21 +47,6 @@ void emit(const Results& results, const OutputOptions& opts) {
 
 void emit_text(const std::string& console_text, const nlohmann::json& json, const OutputOptions& opts) {
   write_out(opts.format == "json" ? json.dump(2) + "\n" : console_text, opts);
-}
-
-int exit_code_for(const Results& results) {
-  int code = kExitOk;
-  for (const auto& c : results.cases) {
-    switch (c.state) {
-      case CaseState::Failed:
-      case CaseState::Mistrusted: code = kExitFailed; break;
-      case CaseState::Unimplemented:
-        if (code == kExitOk) code = kExitUnimplemented;
-        break;
-      default: break;
-    }
-  }
-  return code;
 }
 
 ExperimentSettings settings_from(const GlobalOptions& g) {

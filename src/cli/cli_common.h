@@ -1,5 +1,5 @@
 #pragma once
-// Pieces every d5 subcommand shares: output options, writing results, exit codes.
+// Pieces every d5 subcommand shares: output options, writing results.
 #include <functional>
 #include <map>
 #include <string>
@@ -8,22 +8,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "deep500/compare.h"
-#include "deep500/experiment.h"
-#include "deep500/results.h"
+#include "deep500/metrics/compare.h"
+#include "deep500/metrics/exit_codes.h"
+#include "deep500/metrics/experiment.h"
+#include "deep500/metrics/results.h"
 
 namespace d5::cli {
-
-// Exit codes (documented in docs/cli.md). States map onto them so a script can tell a failed
-// validation from bad usage from a missing feature.
-enum ExitCode : int {
-  kExitOk = 0,             // PASSED / SKIPPED / nothing to report
-  kExitFailed = 1,         // a case FAILED or was MISTRUSTED, or a required VALID run was INVALID
-  kExitUsage = 2,          // bad command line or InvalidArgument
-  kExitUnimplemented = 3,  // UNIMPLEMENTED
-  kExitIo = 4,             // IoError or FormatError (missing file, corrupt input)
-  kExitInternal = 5,       // a bug in deep500
-};
 
 struct OutputOptions {
   std::string format = "console";
@@ -39,9 +29,6 @@ void add_verdict_options(CLI::App& cmd, CompareOptions& opts);
 void emit(const Results& results, const OutputOptions& opts);
 // Same for a free-form JSON document with a console rendering supplied by the caller.
 void emit_text(const std::string& console_text, const nlohmann::json& json, const OutputOptions& opts);
-
-// The exit code for a set of results: the worst state wins.
-int exit_code_for(const Results& results);
 
 // Options every command takes (set on the top-level app): --threads, --seed.
 struct GlobalOptions {

@@ -2,8 +2,8 @@
 #include <filesystem>
 
 #include "cli_common.h"
-#include "deep500/compare.h"
-#include "deep500/recipe_run.h"
+#include "deep500/metrics/compare.h"
+#include "deep500/experiment/recipe_run.h"
 
 namespace d5::cli {
 

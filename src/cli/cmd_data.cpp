@@ -9,9 +9,9 @@
 #include <fmt/ranges.h>
 
 #include "cli_common.h"
-#include "deep500/dataset.h"
-#include "deep500/downloader.h"
-#include "deep500/error.h"
+#include "deep500/train/dataset.h"
+#include "deep500/train/downloader.h"
+#include "deep500/core/error.h"
 
 namespace d5::cli {
 

@@ -6,11 +6,11 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
-#include "deep500/divergence.h"
-#include "deep500/error.h"
-#include "deep500/lr_schedule.h"
-#include "deep500/manifest.h"
-#include "deep500/op_registry.h"
+#include "deep500/train/divergence.h"
+#include "deep500/core/error.h"
+#include "deep500/train/lr_schedule.h"
+#include "deep500/metrics/manifest.h"
+#include "deep500/op/op_registry.h"
 #include "net_loader.h"
 
 namespace d5::cli {

@@ -3,8 +3,8 @@
 #include <fmt/ranges.h>
 
 #include "cli_common.h"
-#include "deep500/manifest.h"
-#include "deep500/reporter.h"
+#include "deep500/metrics/manifest.h"
+#include "deep500/metrics/reporter.h"
 
 namespace d5::cli {
 

@@ -7,10 +7,10 @@
 #include <fmt/ranges.h>
 
 #include "cli_common.h"
-#include "deep500/model_zoo.h"
-#include "deep500/op_registry.h"
+#include "deep500/net/model_zoo.h"
+#include "deep500/op/op_registry.h"
 #ifdef D5_HAVE_ONNX
-#include "deep500/onnx_export.h"
+#include "deep500/onnx/onnx_export.h"
 #endif
 
 namespace d5::cli {

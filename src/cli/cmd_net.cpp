@@ -9,14 +9,14 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
-#include "deep500/error.h"
-#include "deep500/executor_metrics.h"
-#include "deep500/implementation_pins.h"
-#include "deep500/manifest.h"
-#include "deep500/microbatch.h"
-#include "deep500/net_bench.h"
-#include "deep500/op_registry.h"
-#include "deep500/reporter.h"
+#include "deep500/core/error.h"
+#include "deep500/net/executor_metrics.h"
+#include "deep500/net/implementation_pins.h"
+#include "deep500/metrics/manifest.h"
+#include "deep500/net/microbatch.h"
+#include "deep500/net/net_bench.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/metrics/reporter.h"
 #include "net_loader.h"
 
 namespace d5::cli {

@@ -6,11 +6,11 @@
 #include <fmt/ranges.h>
 
 #include "cli_common.h"
-#include "deep500/backend.h"
-#include "deep500/error.h"
+#include "deep500/core/backend.h"
+#include "deep500/core/error.h"
 #ifdef D5_HAVE_ONNX
-#include "deep500/onnx_conformance.h"
-#include "deep500/op_registry.h"
+#include "deep500/onnx/onnx_conformance.h"
+#include "deep500/op/op_registry.h"
 #endif
 
 namespace d5::cli {

@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
-#include "deep500/backend.h"
-#include "deep500/op_registry.h"
+#include "deep500/core/backend.h"
+#include "deep500/op/op_registry.h"
 
 namespace d5::cli {
 

@@ -9,14 +9,14 @@
 
 #include "cli_common.h"
 #include "progress.h"
-#include "deep500/backend.h"
-#include "deep500/device.h"
-#include "deep500/error.h"
-#include "deep500/manifest.h"
-#include "deep500/op_bench.h"
-#include "deep500/op_registry.h"
-#include "deep500/peak.h"
-#include "deep500/reporter.h"
+#include "deep500/core/backend.h"
+#include "deep500/core/device.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/manifest.h"
+#include "deep500/op/op_bench.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/metrics/peak.h"
+#include "deep500/metrics/reporter.h"
 
 namespace d5::cli {
 

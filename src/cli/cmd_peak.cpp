@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
-#include "deep500/error.h"
-#include "deep500/manifest.h"
-#include "deep500/peak.h"
-#include "deep500/threads.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/manifest.h"
+#include "deep500/metrics/peak.h"
+#include "deep500/core/threads.h"
 
 namespace d5::cli {
 

@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
-#include "deep500/atomic_file.h"
-#include "deep500/report.h"
+#include "deep500/metrics/atomic_file.h"
+#include "deep500/report/report.h"
 
 namespace d5::cli {
 

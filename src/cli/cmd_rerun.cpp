@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
-#include "deep500/build_info.h"
-#include "deep500/compare.h"
-#include "deep500/error.h"
+#include "deep500/core/build_info.h"
+#include "deep500/metrics/compare.h"
+#include "deep500/core/error.h"
 #include "recipe_cli.h"
 
 namespace d5::cli {

@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
-#include "deep500/error.h"
-#include "deep500/manifest.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/manifest.h"
 #include "progress.h"
 #include "recipe_cli.h"
 

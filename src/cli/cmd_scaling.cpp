@@ -13,9 +13,9 @@
 #include <fmt/ranges.h>
 
 #include "cli_common.h"
-#include "deep500/error.h"
-#include "deep500/manifest.h"
-#include "deep500/results.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/manifest.h"
+#include "deep500/metrics/results.h"
 
 namespace d5::cli {
 

@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
-#include "deep500/error.h"
-#include "deep500/results.h"
-#include "deep500/statistics.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/results.h"
+#include "deep500/metrics/statistics.h"
 
 namespace d5::cli {
 

@@ -11,24 +11,24 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
-#include "deep500/data_loader.h"
-#include "deep500/distributed_sampler.h"
-#include "deep500/dataset.h"
-#include "deep500/error.h"
-#include "deep500/graph_executor.h"
-#include "deep500/loss_head.h"
-#include "deep500/manifest.h"
-#include "deep500/model_zoo.h"
-#include "deep500/op_registry.h"
-#include "deep500/optimizer.h"
-#include "deep500/reporter.h"
-#include "deep500/samplers.h"
-#include "deep500/trainer.h"
+#include "deep500/train/data_loader.h"
+#include "deep500/dist/distributed_sampler.h"
+#include "deep500/train/dataset.h"
+#include "deep500/core/error.h"
+#include "deep500/net/graph_executor.h"
+#include "deep500/train/loss_head.h"
+#include "deep500/metrics/manifest.h"
+#include "deep500/net/model_zoo.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/train/optimizer.h"
+#include "deep500/metrics/reporter.h"
+#include "deep500/train/samplers.h"
+#include "deep500/train/trainer.h"
 #include "progress.h"
 #include "train_dist.h"
 #ifdef D5_HAVE_ONNX
-#include "deep500/onnx_export.h"
-#include "deep500/onnx_import.h"
+#include "deep500/onnx/onnx_export.h"
+#include "deep500/onnx/onnx_import.h"
 #endif
 
 namespace d5::cli {
@@ -135,7 +135,7 @@ TrainNetwork load_train_network(const TrainOpts& o, const Dataset& data, uint64_
 std::string console_text(const Results& res, const TrainingResult& r) {
   std::ostringstream s;
   make_reporter("console")->write(res, s);
-  s << fmt::format("\n{} steps, {} epochs completed, stopped: {}\n", r.steps, r.epochs_completed, r.stop_reason);
+  s << fmt::format("\n{} steps, {} epochs completed, stopped: {}\n", r.steps, r.epochs_completed, to_string(r.stop_reason));
   s << fmt::format("training time {:.3f} s, test passes {:.3f} s, wall {:.3f} s, {:.1f} samples/s\n",
                    r.training_time_s, r.test_time_s, r.wall_time_s, r.throughput());
   if (!r.loss.empty()) s << fmt::format("final loss {:.5f}\n", r.loss.back().value);
@@ -145,6 +145,59 @@ std::string console_text(const Results& res, const TrainingResult& r) {
                      r.time_to_accuracy_s, r.wall_time_to_accuracy_s, r.target_step, r.target_epoch);
   }
   return s.str();
+}
+
+TrainingOptions training_options(const TrainOpts& o, const std::shared_ptr<Communicator>& comm, bool writes) {
+  TrainingOptions to;
+  to.epochs = o.epochs;
+  to.max_steps = o.steps;
+  // A target or a time limit alone trains for as many epochs as it takes.
+  if (to.epochs == 0 && to.max_steps == 0) to.max_steps = std::numeric_limits<int64_t>::max();
+  to.target_accuracy = o.target;
+  to.time_limit_s = o.time_limit;
+  to.test_every_epochs = o.test_every_epochs;
+  to.test_every_steps = o.test_every_steps;
+  to.train_accuracy_every = o.train_accuracy_every;
+  // Only rank 0 writes checkpoints; the others hold the same parameters.
+  to.checkpoint_path = writes ? o.checkpoint : "";
+  to.checkpoint_every = writes ? o.checkpoint_every : 0;
+  // Ranks must stop at the same step, or the others would wait in their next collective: rank 0's
+  // clock and test accuracy decide for all (one byte broadcast per step with --time-limit, per
+  // test pass with --target-accuracy).
+  if (comm)
+    to.agree = [comm](bool mine) {
+      uint8_t v = mine ? 1 : 0;
+      comm->broadcast(&v, 1, DType::u8, 0);
+      return v != 0;
+    };
+  return to;
+}
+
+// The steps the progress bar counts to (0: unknown, as with a time limit or target alone).
+int64_t planned_steps(const TrainingOptions& to, int64_t samples, int64_t batch,
+                      const std::shared_ptr<Communicator>& comm) {
+  const int64_t ranks = comm ? comm->size() : 1;
+  const int64_t per_epoch = samples / std::max<int64_t>(1, batch * ranks);
+  int64_t total = to.epochs > 0 ? to.epochs * per_epoch : 0;
+  if (to.max_steps > 0 && to.max_steps != std::numeric_limits<int64_t>::max())
+    total = total > 0 ? std::min(total, to.max_steps) : to.max_steps;
+  return total;
+}
+
+// The manifest's "extra": model, network and the data it trained and tested on.
+nlohmann::json run_facts(const TrainOpts& o, const TrainNetwork& tn, const Dataset& train_set,
+                         const Dataset* test_set) {
+  nlohmann::json x = {{"model", o.model},
+                      {"source", tn.source},
+                      {"network", tn.network.summary()},
+                      {"dataset", {{"name", o.dataset},
+                                   {"data_dir", o.data_dir},
+                                   {"train", {{"split", o.train_split}, {"range", o.train_range},
+                                              {"samples", train_set.size()}}}}}};
+  if (test_set)
+    x["dataset"]["test"] = {{"split", o.test_split}, {"range", o.test_range}, {"samples", test_set->size()}};
+  if (!o.resume.empty()) x["resumed_from"] = o.resume;
+  return x;
 }
 
 int run_train(const TrainOpts& o, const GlobalOptions& g) {
@@ -181,37 +234,10 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
                          : make_sampler(o.sampler, *train_set, o.batch, /*drop_last=*/true, sampler_seed),
                     DataLoaderOptions{o.prefetch, 1});
 
-  TrainingOptions to;
-  to.epochs = o.epochs;
-  to.max_steps = o.steps;
-  // A target or a time limit alone trains for as many epochs as it takes.
-  if (to.epochs == 0 && to.max_steps == 0) to.max_steps = std::numeric_limits<int64_t>::max();
-  to.target_accuracy = o.target;
-  to.time_limit_s = o.time_limit;
-  to.test_every_epochs = o.test_every_epochs;
-  to.test_every_steps = o.test_every_steps;
-  to.train_accuracy_every = o.train_accuracy_every;
-  // Only rank 0 writes checkpoints; the others hold the same parameters.
-  to.checkpoint_path = writes ? o.checkpoint : "";
-  to.checkpoint_every = writes ? o.checkpoint_every : 0;
-  // Ranks must stop at the same step, or the others would wait in their next collective: rank 0's
-  // clock and test accuracy decide for all (one byte broadcast per step with --time-limit, per
-  // test pass with --target-accuracy).
-  if (comm)
-    to.agree = [comm](bool mine) {
-      uint8_t v = mine ? 1 : 0;
-      comm->broadcast(&v, 1, DType::u8, 0);
-      return v != 0;
-    };
+  const TrainingOptions to = training_options(o, comm, writes);
   Trainer trainer(*executor, loader, test_set.get(), *optimizer, to);
-  {
-    const int64_t ranks = comm ? comm->size() : 1;
-    const int64_t per_epoch = train_set->size() / std::max<int64_t>(1, o.batch * ranks);
-    int64_t total = to.epochs > 0 ? to.epochs * per_epoch : 0;
-    if (to.max_steps > 0 && to.max_steps != std::numeric_limits<int64_t>::max())
-      total = total > 0 ? std::min(total, to.max_steps) : to.max_steps;
-    trainer.add_event(std::make_shared<TrainingProgressBar>(writes && o.out.format != "json", total));
-  }
+  trainer.add_event(std::make_shared<TrainingProgressBar>(writes && o.out.format != "json",
+                                                          planned_steps(to, train_set->size(), o.batch, comm)));
   if (!o.resume.empty()) trainer.resume(o.resume);
   TrainingResult r = trainer.train();
   // Rank 0's test accuracy decided when to stop; every rank's exit code reports that verdict.
@@ -241,18 +267,7 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
   }
   res.cases.push_back(std::move(c));
   res.manifest = make_manifest(settings);
-  res.manifest["extra"] = {{"model", o.model},
-                           {"source", tn.source},
-                           {"network", net.summary()},
-                           {"dataset", {{"name", o.dataset},
-                                        {"data_dir", o.data_dir},
-                                        {"train", {{"split", o.train_split}, {"range", o.train_range},
-                                                   {"samples", train_set->size()}}}}}};
-  if (test_set) {
-    res.manifest["extra"]["dataset"]["test"] = {
-        {"split", o.test_split}, {"range", o.test_range}, {"samples", test_set->size()}};
-  }
-  if (!o.resume.empty()) res.manifest["extra"]["resumed_from"] = o.resume;
+  res.manifest["extra"] = run_facts(o, tn, *train_set, test_set.get());
   emit_text(console_text(res, r), to_json(res), o.out);
   return exit_code_for(res);
 }

@@ -4,28 +4,17 @@
 #include <string>
 
 #include "cli_common.h"
-#include "deep500/backend.h"
-#include "deep500/build_info.h"
-#include "deep500/determinism.h"
-#include "deep500/error.h"
-#include "deep500/malloc_policy.h"
-#include "deep500/manifest.h"
-#include "deep500/mpi_world.h"
-#include "deep500/threads.h"
+#include "deep500/core/backend.h"
+#include "deep500/core/build_info.h"
+#include "deep500/core/determinism.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/exit_codes.h"
+#include "deep500/core/malloc_policy.h"
+#include "deep500/metrics/manifest.h"
+#include "deep500/dist/mpi_world.h"
+#include "deep500/core/threads.h"
 
 namespace {
-
-int exit_code_for(d5::ErrorKind kind) {
-  using namespace d5::cli;
-  switch (kind) {
-    case d5::ErrorKind::InvalidArgument: return kExitUsage;
-    case d5::ErrorKind::Unimplemented: return kExitUnimplemented;
-    case d5::ErrorKind::FormatError:
-    case d5::ErrorKind::IoError: return kExitIo;
-    case d5::ErrorKind::Internal: return kExitInternal;
-  }
-  return kExitInternal;
-}
 
 // An error ends this process; in a distributed run it also ends every other rank (they would wait
 // in their next collective forever), and the message says which rank failed.
@@ -63,6 +52,7 @@ std::optional<std::string> unknown_command(CLI::App& app, int argc, char** argv)
 
 int main(int argc, char** argv) {
   using namespace d5::cli;
+  using d5::kExitUsage, d5::kExitInternal;
   d5::set_invocation(argc, argv);
 
   CLI::App app{"deep500: fair, validated and reproducible deep-learning benchmarks", "d5"};
@@ -120,7 +110,7 @@ int main(int argc, char** argv) {
       std::cerr << "d5: error: " << e.what() << " (run 'd5 --help' for usage)\n";
     return kExitUsage;
   } catch (const d5::Error& e) {
-    return fail(exit_code_for(e.kind()), std::string("error: ") + e.what());
+    return fail(d5::exit_code_for(e.kind()), std::string("error: ") + e.what());
   } catch (const std::exception& e) {
     return fail(kExitInternal, std::string("internal error: ") + e.what() + " (please report it)");
   }

@@ -2,10 +2,10 @@
 
 #include <filesystem>
 
-#include "deep500/error.h"
-#include "deep500/model_zoo.h"
+#include "deep500/core/error.h"
+#include "deep500/net/model_zoo.h"
 #ifdef D5_HAVE_ONNX
-#include "deep500/onnx_import.h"
+#include "deep500/onnx/onnx_import.h"
 #endif
 
 namespace d5::cli {

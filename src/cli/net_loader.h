@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string>
 
-#include "deep500/net_bench.h"
-#include "deep500/network.h"
+#include "deep500/net/net_bench.h"
+#include "deep500/net/network.h"
 
 namespace d5::cli {
 

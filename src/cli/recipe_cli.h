@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "cli_common.h"
-#include "deep500/recipe.h"
-#include "deep500/recipe_run.h"
+#include "deep500/experiment/recipe.h"
+#include "deep500/experiment/recipe_run.h"
 
 namespace d5::cli {
 

@@ -1,9 +1,9 @@
 // d5 train --dist (src/cli/train_dist.h).
 #include "train_dist.h"
 
-#include "deep500/distributed_metrics.h"
-#include "deep500/error.h"
-#include "deep500/mpi_world.h"
+#include "deep500/dist/distributed_metrics.h"
+#include "deep500/core/error.h"
+#include "deep500/dist/mpi_world.h"
 
 namespace d5::cli {
 

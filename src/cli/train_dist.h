@@ -5,10 +5,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "deep500/communicator.h"
-#include "deep500/distributed_optimizers.h"
-#include "deep500/results.h"
-#include "deep500/trainer.h"
+#include "deep500/dist/communicator.h"
+#include "deep500/dist/distributed_optimizers.h"
+#include "deep500/metrics/results.h"
+#include "deep500/train/trainer.h"
 
 namespace d5::cli {
 

@@ -1,6 +1,6 @@
 #include <algorithm>
 
-#include "deep500/backend.h"
+#include "deep500/core/backend.h"
 
 namespace d5 {
 
@@ -28,7 +28,7 @@ const BackendInfo* find_backend(const std::string& name) {
 
 }  // namespace d5
 
-#include "deep500/runtime_libraries.h"
+#include "deep500/core/runtime_libraries.h"
 
 namespace d5 {
 

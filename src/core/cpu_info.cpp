@@ -8,7 +8,7 @@
 
 #include "core/cpu_topology.h"
 #include "core/sysfs_parse.h"
-#include "deep500/device.h"
+#include "deep500/core/device.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>

@@ -1,6 +1,6 @@
 #pragma once
 // Internal: the host's topology (sockets, cores, NUMA nodes) and cpu0's caches, for cpu_info().
-#include "deep500/device.h"
+#include "deep500/core/device.h"
 
 namespace d5::detail {
 

@@ -1,4 +1,4 @@
-#include "deep500/determinism.h"
+#include "deep500/core/determinism.h"
 
 #include <omp.h>
 

@@ -5,7 +5,7 @@
 
 #include <array>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

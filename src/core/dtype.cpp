@@ -1,10 +1,10 @@
-#include "deep500/dtype.h"
+#include "deep500/core/dtype.h"
 
 #include <bit>
 #include <cmath>
 #include <cstring>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

@@ -1,4 +1,4 @@
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

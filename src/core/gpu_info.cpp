@@ -1,4 +1,4 @@
-#include "deep500/device.h"
+#include "deep500/core/device.h"
 
 namespace d5 {
 

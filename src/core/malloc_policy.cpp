@@ -1,5 +1,5 @@
-// The allocator policy (include/deep500/malloc_policy.h).
-#include "deep500/malloc_policy.h"
+// The allocator policy (include/deep500/core/malloc_policy.h).
+#include "deep500/core/malloc_policy.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -7,7 +7,7 @@
 
 #include <climits>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

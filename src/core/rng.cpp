@@ -1,4 +1,4 @@
-#include "deep500/rng.h"
+#include "deep500/core/rng.h"
 
 #include <cmath>
 #include <numbers>
@@ -94,6 +94,5 @@ uint64_t RngStream::below(uint64_t n) {
   return x % n;
 }
 
-bool RngStream::bernoulli(double p) { return uniform() < p; }
 
 }  // namespace d5

@@ -1,11 +1,11 @@
-#include "deep500/shape.h"
+#include "deep500/core/shape.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "deep500/error.h"
-#include "deep500/layout.h"
-#include "deep500/tensor_desc.h"
+#include "deep500/core/error.h"
+#include "deep500/core/layout.h"
+#include "deep500/core/tensor_desc.h"
 
 namespace d5 {
 

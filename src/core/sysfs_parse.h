@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "deep500/device.h"
+#include "deep500/core/device.h"
 
 namespace d5::detail {
 

@@ -1,4 +1,4 @@
-#include "deep500/system_info.h"
+#include "deep500/core/system_info.h"
 
 #include <sys/utsname.h>
 #include <time.h>
@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/sysfs_parse.h"
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 extern char** environ;  // POSIX leaves declaring it to the program
 

@@ -1,4 +1,4 @@
-#include "deep500/tensor.h"
+#include "deep500/core/tensor.h"
 
 #include <algorithm>
 #include <atomic>

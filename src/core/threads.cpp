@@ -1,9 +1,9 @@
-#include "deep500/threads.h"
+#include "deep500/core/threads.h"
 
 #include <omp.h>
 
-#include "deep500/backend.h"
-#include "deep500/error.h"
+#include "deep500/core/backend.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

@@ -1,12 +1,12 @@
-#include "deep500/criteria.h"
+#include "deep500/experiment/criteria.h"
 
 #include <cmath>
 #include <regex>
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
-#include "deep500/parse_number.h"
+#include "deep500/core/error.h"
+#include "deep500/core/parse_number.h"
 
 namespace d5 {
 

@@ -1,5 +1,5 @@
 // Reading recipes (yaml-cpp) and planning their runs.
-#include "deep500/recipe.h"
+#include "deep500/experiment/recipe.h"
 
 #include <algorithm>
 #include <fstream>
@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
-#include "deep500/parse_number.h"
+#include "deep500/core/error.h"
+#include "deep500/core/parse_number.h"
 
 namespace d5 {
 

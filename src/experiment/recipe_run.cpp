@@ -1,4 +1,4 @@
-#include "deep500/recipe_run.h"
+#include "deep500/experiment/recipe_run.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 extern char** environ;
 

@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include "deep500/error.h"
-#include "deep500/parse_number.h"
-#include "deep500/recipe.h"
+#include "deep500/core/error.h"
+#include "deep500/core/parse_number.h"
+#include "deep500/experiment/recipe.h"
 
 namespace d5 {
 

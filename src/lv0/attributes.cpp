@@ -1,9 +1,9 @@
-#include "deep500/attributes.h"
+#include "deep500/op/attributes.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

@@ -1,6 +1,6 @@
 #include "custom_op_common.h"
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

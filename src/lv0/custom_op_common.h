@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "deep500/operator.h"
+#include "deep500/op/operator.h"
 
 namespace d5::detail {
 

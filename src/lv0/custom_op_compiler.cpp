@@ -1,6 +1,6 @@
 // Building custom-operator libraries: a generated CMake project per cache entry, keyed by the
 // SHA-256 of everything that decides the binary.
-#include "deep500/custom_op_compiler.h"
+#include "deep500/op/custom_op_compiler.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -22,10 +22,10 @@
 
 #include "core/digest.h"
 #include "custom_op_common.h"
-#include "deep500/atomic_file.h"
-#include "deep500/custom_op.h"
-#include "deep500/error.h"
-#include "deep500/op_registry.h"
+#include "deep500/metrics/atomic_file.h"
+#include "deep500/op/custom_op.h"
+#include "deep500/core/error.h"
+#include "deep500/op/op_registry.h"
 
 extern char** environ;
 
@@ -320,8 +320,8 @@ fs::path default_custom_op_cache_dir() {
 fs::path custom_op_include_dir() {
   const fs::path dir = env("D5_INCLUDE_DIR") ? fs::path(env("D5_INCLUDE_DIR")) : fs::path(D5_INCLUDE_DIR);
   D5_CHECK_ARG(
-      fs::exists(dir / "deep500" / "custom_op.h"),
-      "deep500 headers not found: {} has no deep500/custom_op.h; set D5_INCLUDE_DIR to the directory that "
+      fs::exists(dir / "deep500" / "op" / "custom_op.h"),
+      "deep500 headers not found: {} has no deep500/op/custom_op.h; set D5_INCLUDE_DIR to the directory that "
       "holds deep500/ (e.g. /usr/local/include)",
       dir.string());
   return dir;
@@ -348,7 +348,7 @@ CustomOpBuild build_custom_op(const std::string& name, const std::vector<fs::pat
   hash_field(h, "compiler", compiler);
   hash_field(h, "compiler-identity", compiler_identity(compiler));
   // The header-only part of the ABI can change (a fix in an accessor) without a version bump.
-  for (const char* header : {"deep500/custom_op.h", "deep500/c_tensor_desc.h"})
+  for (const char* header : {"deep500/op/custom_op.h", "deep500/core/c_tensor_desc.h"})
     hash_field(h, header, read_file(include_dir / header));
 
   CustomOpBuild b;

@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 
 #include "custom_op_common.h"
-#include "deep500/custom_op.h"
-#include "deep500/custom_op_compiler.h"
-#include "deep500/error.h"
+#include "deep500/op/custom_op.h"
+#include "deep500/op/custom_op_compiler.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 
@@ -158,7 +158,7 @@ std::shared_ptr<CustomOpLibrary> CustomOpLibrary::load(const std::filesystem::pa
     D5_THROW(
         InvalidArgument,
         "{} is not a deep500 custom operator library (no d5_custom_op_abi_version): define the entry points "
-        "of deep500/custom_op.h, e.g. with D5_REGISTER_OP",
+        "of deep500/op/custom_op.h, e.g. with D5_REGISTER_OP",
         path.string());
   }
   const int32_t version = s->abi_version();

@@ -1,9 +1,9 @@
-#include "deep500/native_op.h"
+#include "deep500/op/native_op.h"
 
 #include <exception>
 
 #include "custom_op_common.h"
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

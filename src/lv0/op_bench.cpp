@@ -2,7 +2,7 @@
 // that is not built is SKIPPED, one that refuses is UNIMPLEMENTED with its refusal, a wrong result
 // is FAILED with the worst element. Only correct results are timed in check and grad modes: the
 // speed of a wrong answer is not worth reporting.
-#include "deep500/op_bench.h"
+#include "deep500/op/op_bench.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,14 +11,14 @@
 
 #include <fmt/format.h>
 
-#include "deep500/backend.h"
-#include "deep500/error.h"
-#include "deep500/op_registry.h"
-#include "deep500/reporter.h"
-#include "deep500/runner.h"
-#include "deep500/standard_metrics.h"
-#include "deep500/threads.h"
-#include "deep500/timer.h"
+#include "deep500/core/backend.h"
+#include "deep500/core/error.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/metrics/reporter.h"
+#include "deep500/metrics/runner.h"
+#include "deep500/metrics/standard_metrics.h"
+#include "deep500/core/threads.h"
+#include "deep500/metrics/timer.h"
 
 namespace d5 {
 
@@ -150,6 +150,62 @@ std::vector<std::string> built_backends() {
   return names;
 }
 
+// Why a case is skipped before it starts (backend missing or unavailable, over the memory
+// budget), or "".
+std::string skip_reason(const std::string& backend, int64_t need, const OpBenchOptions& o) {
+  const BackendInfo* info = find_backend(backend);
+  if (!info)
+    return fmt::format("backend '{}' is not built into this binary (built: {})", backend,
+                       fmt::join(built_backends(), ", "));
+  if (!info->available) return fmt::format("backend '{}' is unavailable: {}", backend, info->unavailable_reason);
+  if (o.max_memory > 0 && need > o.max_memory)
+    return fmt::format("needs {} of tensors in {} mode, over the {} memory budget (--max-memory)",
+                       format_bytes(static_cast<double>(need)), to_string(o.mode),
+                       format_bytes(static_cast<double>(o.max_memory)));
+  return "";
+}
+
+// test_forward reruns forward, so the check also catches results that change between runs.
+ForwardCheckResult check_forward(Operator& op, const Problem& p, const std::vector<Tensor>& inputs,
+                                 const std::vector<Tensor>& reference) {
+  ForwardCheckOptions fo;
+  const Tolerance tol = check_tolerance(p.spec.inputs.front().dtype, p.spec.type, p.forward_reduction);
+  fo.rtol = tol.rtol;
+  fo.atol = tol.atol;
+  fo.reruns = 2;
+  fo.heatmap_size = 8;
+  return test_forward(op, inputs, reference, fo);
+}
+
+// One timed run sizes the measured phase: at least min_time, and at least 6 runs (the fewest
+// with a 95% CI of the median).
+RunSettings sized_runs(const std::function<void()>& workload, const OpBenchOptions& o) {
+  const int64_t t0 = wall_now_ns();
+  workload();
+  const double estimate = std::max(1e-9, static_cast<double>(wall_now_ns() - t0) * 1e-9);
+  RunSettings s;
+  s.warmup_runs = 1;
+  s.min_runs = static_cast<int>(std::clamp(std::ceil(o.min_time / estimate), 6.0, 1e6));
+  s.max_runs = std::max(s.min_runs, 1000000);
+  s.max_seconds = std::max(o.max_time, o.min_time);
+  s.target_ci_ratio = o.target_ci_ratio;
+  return s;
+}
+
+// GFLOP/s, the fraction of the peak, GB/s: each from the wall-time samples, run by run.
+void add_rates(std::vector<MetricRecord>& metrics, const std::vector<double>& seconds, double flops, double bytes,
+               double peak_gflops) {
+  if (flops > 0) {
+    metrics.push_back(rate_record("gflops", "GFLOP/s", seconds, flops * 1e-9));
+    if (peak_gflops > 0) {
+      auto r = rate_record("peak_fraction", "fraction", seconds, flops * 1e-9 / peak_gflops);
+      r.info["peak_gflops"] = peak_gflops;
+      metrics.push_back(std::move(r));
+    }
+  }
+  if (bytes > 0) metrics.push_back(rate_record("gbps", "GB/s", seconds, bytes * 1e-9));
+}
+
 }  // namespace
 
 CaseResult bench_problem(ProblemContext& ctx, const std::string& backend, const OpBenchOptions& o) {
@@ -171,17 +227,7 @@ CaseResult bench_problem(ProblemContext& ctx, const std::string& backend, const 
     return c;
   };
 
-  const BackendInfo* info = find_backend(backend);
-  if (!info)
-    return finish(CaseState::Skipped, fmt::format("backend '{}' is not built into this binary (built: {})", backend,
-                                                  fmt::join(built_backends(), ", ")));
-  if (!info->available) return finish(CaseState::Skipped, fmt::format("backend '{}' is unavailable: {}", backend,
-                                                                      info->unavailable_reason));
-  if (o.max_memory > 0 && need > o.max_memory)
-    return finish(CaseState::Skipped,
-                  fmt::format("needs {} of tensors in {} mode, over the {} memory budget (--max-memory)",
-                              format_bytes(static_cast<double>(need)), to_string(o.mode),
-                              format_bytes(static_cast<double>(o.max_memory))));
+  if (std::string why = skip_reason(backend, need, o); !why.empty()) return finish(CaseState::Skipped, why);
 
   try {
     std::unique_ptr<Operator> op;
@@ -200,14 +246,7 @@ CaseResult bench_problem(ProblemContext& ctx, const std::string& backend, const 
     if (o.mode != BenchMode::Perf) {
       const auto* ref = ctx.reference_outputs(&why);
       if (!ref) return finish(CaseState::Unimplemented, "cannot check without the reference: " + why);
-      // test_forward reruns forward, so the check also catches results that change between runs.
-      ForwardCheckOptions fo;
-      const Tolerance tol = check_tolerance(p.spec.inputs.front().dtype, p.spec.type, p.forward_reduction);
-      fo.rtol = tol.rtol;
-      fo.atol = tol.atol;
-      fo.reruns = 2;
-      fo.heatmap_size = 8;
-      const ForwardCheckResult r = test_forward(*op, inputs, *ref, fo);
+      const ForwardCheckResult r = check_forward(*op, p, inputs, *ref);
       c.extra["check"] = r.extra;
       if (r.state != CaseState::Passed) return finish(r.state, r.detail);
     }
@@ -236,34 +275,13 @@ CaseResult bench_problem(ProblemContext& ctx, const std::string& backend, const 
     c.extra["flops"] = flops;
     c.extra["bytes"] = bytes;
 
-    // One timed run sizes the measured phase: at least min_time, and at least 6 runs (the fewest
-    // with a 95% CI of the median).
-    const int64_t t0 = wall_now_ns();
-    workload();
-    const double estimate = std::max(1e-9, static_cast<double>(wall_now_ns() - t0) * 1e-9);
-    RunSettings s;
-    s.warmup_runs = 1;
-    s.min_runs = static_cast<int>(std::clamp(std::ceil(o.min_time / estimate), 6.0, 1e6));
-    s.max_runs = std::max(s.min_runs, 1000000);
-    s.max_seconds = std::max(o.max_time, o.min_time);
-    s.target_ci_ratio = o.target_ci_ratio;
-
     MetricSet metrics;
     metrics.add(std::make_unique<WallTime>());
     metrics.add(std::make_unique<CpuTime>());
     metrics.add(std::make_unique<Utilization>(threads_of(backend)));
-    c.outcome = run_measured(workload, metrics, s);
+    c.outcome = run_measured(workload, metrics, sized_runs(workload, o));
     c.metrics = metrics.results();
-    const auto& seconds = metrics[0].samples();
-    if (flops > 0) {
-      c.metrics.push_back(rate_record("gflops", "GFLOP/s", seconds, flops * 1e-9));
-      if (o.peak_gflops > 0) {
-        auto r = rate_record("peak_fraction", "fraction", seconds, flops * 1e-9 / o.peak_gflops);
-        r.info["peak_gflops"] = o.peak_gflops;
-        c.metrics.push_back(std::move(r));
-      }
-    }
-    if (bytes > 0) c.metrics.push_back(rate_record("gbps", "GB/s", seconds, bytes * 1e-9));
+    add_rates(c.metrics, metrics[0].samples(), flops, bytes, o.peak_gflops);
     return finish(CaseState::Passed, "");
   } catch (const Unimplemented& e) {
     return finish(CaseState::Unimplemented, e.what());

@@ -1,4 +1,4 @@
-#include "deep500/op_registry.h"
+#include "deep500/op/op_registry.h"
 
 #include <algorithm>
 #include <map>
@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "deep500/backend.h"
-#include "deep500/error.h"
+#include "deep500/core/backend.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

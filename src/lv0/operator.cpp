@@ -1,8 +1,8 @@
-#include "deep500/operator.h"
+#include "deep500/op/operator.h"
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

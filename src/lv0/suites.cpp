@@ -1,6 +1,6 @@
 // Suite files -> problems. Each row is validated completely here, so a bad row is reported with
 // its file and line instead of surfacing later as an operator error deep inside a benchmark.
-#include "deep500/suites.h"
+#include "deep500/op/suites.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -15,8 +15,8 @@
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
-#include "deep500/rng.h"
+#include "deep500/core/error.h"
+#include "deep500/core/rng.h"
 
 #ifndef D5_SUITES_DIR_DEFAULT
 #error "D5_SUITES_DIR_DEFAULT must name the source tree's suites/ directory"

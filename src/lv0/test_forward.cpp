@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "deep500/error.h"
-#include "deep500/validation.h"
+#include "deep500/core/error.h"
+#include "deep500/op/validation.h"
 
 namespace d5 {
 

@@ -1,4 +1,4 @@
-#include "deep500/executor_metrics.h"
+#include "deep500/net/executor_metrics.h"
 
 #include <algorithm>
 #include <limits>
@@ -7,14 +7,14 @@
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
-#include "deep500/op_registry.h"
-#include "deep500/operator_executor.h"
-#include "deep500/reporter.h"
-#include "deep500/rng.h"
-#include "deep500/standard_metrics.h"
-#include "deep500/statistics.h"
-#include "deep500/timer.h"
+#include "deep500/core/error.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/net/operator_executor.h"
+#include "deep500/metrics/reporter.h"
+#include "deep500/core/rng.h"
+#include "deep500/metrics/standard_metrics.h"
+#include "deep500/metrics/statistics.h"
+#include "deep500/metrics/timer.h"
 
 namespace d5 {
 
@@ -251,6 +251,82 @@ class RoundRatio : public Metric {
   const double* value_;
 };
 
+// The operators one executor call ran, each created afresh and fed what the executor fed it.
+class OperatorsAlone {
+ public:
+  // same_operators: an operator executor's own operators (create_operator_like); otherwise each
+  // node's spec on op_backends.
+  OperatorsAlone(GraphExecutor& ex, const CallRecorder& recorder, const std::string& loss,
+                 const std::vector<std::string>& op_backends, int64_t workspace_limit, bool same_operators) {
+    auto* op_executor = dynamic_cast<OperatorExecutor*>(&ex);
+    for (const auto& c : recorder.calls) {
+      Individual ind;
+      if (same_operators) {
+        // The very operator the executor runs (a layout variant in inference, see executors.md).
+        ind.op = op_executor->create_operator_like(c.node.name, loss);
+      } else {
+        OpSpec spec = ex.network().spec(c.node.name);
+        spec.workspace_limit = workspace_limit;
+        ind.op = OpRegistry::global().create_with_fallback(spec, op_backends);
+      }
+      ind.call = &c;
+      for (const auto& d : ind.op->output_descs()) ind.outputs.push_back(Tensor::uninitialized(d));
+      if (c.backward) {  // the gradients the executor asked for
+        ind.grad_inputs.resize(c.inputs.size());
+        for (size_t i = 0; i < c.inputs.size() && i < c.grads_given.size(); ++i)
+          if (c.grads_given[i]) ind.grad_inputs[i] = Tensor::uninitialized(c.inputs[i].desc());
+      }
+      calls_ += 1 + (c.backward ? 1 : 0);
+      ops_.push_back(std::move(ind));
+    }
+  }
+
+  // Forward of every operator, then backward in reverse, as the executor orders them (a
+  // backward needs its own instance's latest forward). The sum of their times, in ns.
+  int64_t run() {
+    int64_t sum = 0;
+    for (auto& o : ops_) {
+      const int64_t a = wall_now_ns();
+      o.op->forward(o.call->inputs, o.outputs);
+      sum += wall_now_ns() - a;
+    }
+    for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) {
+      if (!it->call->backward) continue;
+      const int64_t a = wall_now_ns();
+      it->op->backward(it->call->grad_outputs, it->call->inputs, it->outputs, it->grad_inputs);
+      sum += wall_now_ns() - a;
+    }
+    return sum;
+  }
+  int64_t calls() const { return calls_; }
+
+ private:
+  struct Individual {
+    std::unique_ptr<Operator> op;
+    const CallRecorder::Call* call;
+    std::vector<Tensor> outputs, grad_inputs;
+  };
+  std::vector<Individual> ops_;
+  int64_t calls_ = 0;
+};
+
+// Takes the user's events off an executor and gives them back when it goes, however the
+// measurement ends: their cost is not the framework's.
+class EventsSetAside {
+ public:
+  explicit EventsSetAside(GraphExecutor& ex) : ex_(ex), events_(ex.events()) { ex_.clear_events(); }
+  ~EventsSetAside() {
+    ex_.clear_events();
+    for (const auto& e : events_) ex_.add_event(e);
+  }
+  EventsSetAside(const EventsSetAside&) = delete;
+  EventsSetAside& operator=(const EventsSetAside&) = delete;
+
+ private:
+  GraphExecutor& ex_;
+  std::vector<std::shared_ptr<ExecutorEvent>> events_;
+};
+
 }  // namespace
 
 FrameworkOverhead framework_overhead(GraphExecutor& ex, const TensorMap& feeds, const std::string& loss,
@@ -258,76 +334,27 @@ FrameworkOverhead framework_overhead(GraphExecutor& ex, const TensorMap& feeds, 
   // An operator executor says exactly where its operators come from; for others, guess from the
   // backend's name.
   int64_t workspace_limit = -1;
-  if (const auto* oe = dynamic_cast<const OperatorExecutor*>(&ex)) {
-    if (op_backends.empty()) op_backends = oe->backends();
-    workspace_limit = oe->options().workspace_limit;
+  auto* op_executor = dynamic_cast<OperatorExecutor*>(&ex);
+  if (op_executor) {
+    if (op_backends.empty()) op_backends = op_executor->backends();
+    workspace_limit = op_executor->options().workspace_limit;
   }
   if (op_backends.empty()) {
     op_backends.push_back(ex.backend());
     if (ex.backend() != "reference") op_backends.push_back("reference");
   }
-  // The executor runs without the user's events: their cost is not the framework's.
-  const auto user_events = ex.events();
-  ex.clear_events();
-  auto recorder = std::make_shared<CallRecorder>();
-  ex.add_event(recorder);
-  auto run_executor = [&] {
-    return loss.empty() ? ex.inference(feeds) : ex.inference_and_backprop(feeds, loss);
-  };
-  run_executor();
-  ex.clear_events();
-
-  struct Individual {
-    std::unique_ptr<Operator> op;
-    const CallRecorder::Call* call;
-    std::vector<Tensor> outputs, grad_inputs;
-  };
-  std::vector<Individual> ops;
-  const Network& net = ex.network();
   // Only an operator executor compared with its own operators runs exactly the code it is
   // compared with; a framework's executor (LibTorch's graph) may legitimately beat deep500's
   // per-operator calls of the same library.
-  auto* op_executor = dynamic_cast<OperatorExecutor*>(&ex);
   const bool same_operators = op_executor && op_backends == op_executor->backends();
-  for (const auto& c : recorder->calls) {
-    Individual ind;
-    if (same_operators) {
-      // The very operator the executor runs (a layout variant in inference, see executors.md).
-      ind.op = op_executor->create_operator_like(c.node.name, loss);
-    } else {
-      OpSpec spec = net.spec(c.node.name);
-      spec.workspace_limit = workspace_limit;
-      ind.op = OpRegistry::global().create_with_fallback(spec, op_backends);
-    }
-    ind.call = &c;
-    for (const auto& d : ind.op->output_descs()) ind.outputs.push_back(Tensor::uninitialized(d));
-    if (c.backward) {  // the gradients the executor asked for
-      ind.grad_inputs.resize(c.inputs.size());
-      for (size_t i = 0; i < c.inputs.size() && i < c.grads_given.size(); ++i)
-        if (c.grads_given[i]) ind.grad_inputs[i] = Tensor::uninitialized(c.inputs[i].desc());
-    }
-    ops.push_back(std::move(ind));
-  }
-  int64_t calls = 0;
-  for (const auto& o : ops) calls += 1 + (o.call->backward ? 1 : 0);
+  const EventsSetAside set_aside(ex);
+  auto run_executor = [&] { return loss.empty() ? ex.inference(feeds) : ex.inference_and_backprop(feeds, loss); };
+  auto recorder = std::make_shared<CallRecorder>();
+  ex.add_event(recorder);
+  run_executor();
+  ex.clear_events();
+  OperatorsAlone alone(ex, *recorder, loss, op_backends, workspace_limit, same_operators);
 
-  // Forward of every operator, then backward in reverse, as the executor orders them (a
-  // backward needs its own instance's latest forward).
-  auto run_operators = [&] {
-    int64_t sum = 0;
-    for (auto& o : ops) {
-      const int64_t a = wall_now_ns();
-      o.op->forward(o.call->inputs, o.outputs);
-      sum += wall_now_ns() - a;
-    }
-    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-      if (!it->call->backward) continue;
-      const int64_t a = wall_now_ns();
-      it->op->backward(it->call->grad_outputs, it->call->inputs, it->outputs, it->grad_inputs);
-      sum += wall_now_ns() - a;
-    }
-    return sum;
-  };
   auto time_executor = [&] {
     const int64_t t0 = wall_now_ns();
     run_executor();
@@ -342,9 +369,9 @@ FrameworkOverhead framework_overhead(GraphExecutor& ex, const TensorMap& feeds, 
     int64_t exec = 0, sum = 0;
     if (rounds++ % 2 == 0) {
       exec = time_executor();
-      sum = run_operators();
+      sum = alone.run();
     } else {
-      sum = run_operators();
+      sum = alone.run();
       exec = time_executor();
     }
     exec_times.push_back(static_cast<double>(exec) * 1e-9);
@@ -354,26 +381,20 @@ FrameworkOverhead framework_overhead(GraphExecutor& ex, const TensorMap& feeds, 
   MetricSet metrics;
   metrics.add(std::make_unique<RoundRatio>(&ratio));
   FrameworkOverhead r;
-  try {
-    r.outcome = run_measured(round, metrics, settings);
-  } catch (...) {
-    for (const auto& e : user_events) ex.add_event(e);
-    throw;
-  }
-  for (const auto& e : user_events) ex.add_event(e);
+  r.outcome = run_measured(round, metrics, settings);
   // Warm-up rounds are not samples.
   const size_t warm = exec_times.size() - metrics[0].samples().size();
   exec_times.erase(exec_times.begin(), exec_times.begin() + static_cast<std::ptrdiff_t>(warm));
   op_times.erase(op_times.begin(), op_times.begin() + static_cast<std::ptrdiff_t>(warm));
   const nlohmann::json info = {{"op_backends", op_backends},
                                {"mode", loss.empty() ? "inference" : "train-step"},
-                               {"operator_calls_per_round", calls},
+                               {"operator_calls_per_round", alone.calls()},
                                {"same_operators", same_operators}};
   r.ratio = record("framework_overhead", "ratio", metrics[0].samples(), info);
   r.executor_time = record("executor_time", "s", exec_times);
   r.operators_time = record("operators_time", "s", op_times);
   r.op_backends = op_backends;
-  r.operators = calls;
+  r.operators = alone.calls();
   if (same_operators) r.mistrust_reason = overhead_mistrust_reason(r.ratio);
   if (!r.mistrust_reason.empty()) {
     r.state = CaseState::Mistrusted;

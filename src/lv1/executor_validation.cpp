@@ -1,4 +1,4 @@
-#include "deep500/executor_validation.h"
+#include "deep500/net/executor_validation.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

@@ -1,11 +1,11 @@
-#include "deep500/graph_executor.h"
+#include "deep500/net/graph_executor.h"
 
 #include <algorithm>
 #include <mutex>
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

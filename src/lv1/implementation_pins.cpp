@@ -1,12 +1,12 @@
-#include "deep500/implementation_pins.h"
+#include "deep500/net/implementation_pins.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "deep500/error.h"
-#include "deep500/op_registry.h"
+#include "deep500/core/error.h"
+#include "deep500/op/op_registry.h"
 
 namespace d5 {
 

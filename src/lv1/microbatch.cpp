@@ -1,15 +1,15 @@
-#include "deep500/microbatch.h"
+#include "deep500/net/microbatch.h"
 
 #include <algorithm>
 #include <limits>
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
-#include "deep500/implementation_pins.h"
-#include "deep500/runner.h"
-#include "deep500/standard_metrics.h"
-#include "deep500/statistics.h"
+#include "deep500/core/error.h"
+#include "deep500/net/implementation_pins.h"
+#include "deep500/metrics/runner.h"
+#include "deep500/metrics/standard_metrics.h"
+#include "deep500/metrics/statistics.h"
 
 namespace d5 {
 

@@ -1,19 +1,19 @@
 // One network on several executors. Every way a case ends is a state with a reason, as in
 // Level 0's bench_problem: only results that match the reference are timed.
-#include "deep500/net_bench.h"
+#include "deep500/net/net_bench.h"
 
 #include <algorithm>
 #include <memory>
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
-#include "deep500/executor_metrics.h"
-#include "deep500/executor_validation.h"
-#include "deep500/graph_executor.h"
-#include "deep500/operator_executor.h"
-#include "deep500/reporter.h"
-#include "deep500/standard_metrics.h"
+#include "deep500/core/error.h"
+#include "deep500/net/executor_metrics.h"
+#include "deep500/net/executor_validation.h"
+#include "deep500/net/graph_executor.h"
+#include "deep500/net/operator_executor.h"
+#include "deep500/metrics/reporter.h"
+#include "deep500/metrics/standard_metrics.h"
 
 namespace d5 {
 
@@ -40,6 +40,57 @@ MetricRecord single(const std::string& name, const std::string& unit, int64_t va
   r.samples = {static_cast<double>(value)};
   r.summary = summarize(r.samples);
   return r;
+}
+
+// Where tensors travel in a backend's own layout, and the reorders each forward call runs.
+nlohmann::json layouts_json(OperatorExecutor& ex, const std::string& loss, bool native_layouts) {
+  nlohmann::json nodes = nlohmann::json::array();
+  int64_t reorders = 0, native = 0;
+  for (const auto& n : ex.layouts(loss)) {
+    reorders += n.reorders.inputs + n.reorders.outputs;
+    native += std::count_if(n.outputs.begin(), n.outputs.end(),
+                            [](const std::string& l) { return !l.empty() && l != "plain"; });
+    nodes.push_back({{"node", n.node},
+                     {"inputs", n.inputs},
+                     {"outputs", n.outputs},
+                     {"input_reorders", n.reorders.inputs},
+                     {"output_reorders", n.reorders.outputs}});
+  }
+  return {{"native_layouts", native_layouts},
+          {"reorders_per_forward", reorders},
+          {"native_tensors", native},
+          {"nodes", nodes}};
+}
+
+struct ValidationOutcome {
+  CaseState state = CaseState::Passed;
+  std::string detail;
+  nlohmann::json extra;
+};
+
+// The executor against the reference executor. Inputs that put a Relu input within rounding of 0
+// cannot judge the gradients (the two executors legitimately switch it differently); the
+// validation draws other inputs, up to 3 times, and says so. Timing uses the first inputs
+// either way.
+ValidationOutcome validate_against_reference(Network& net, GraphExecutor& ex, const TensorMap& feeds,
+                                             const std::string& loss, uint64_t seed) {
+  ReferenceExecutor ref(net);
+  auto check = loss.empty() ? test_executor(ex, feeds, ref) : test_executor_backprop(ex, feeds, loss, ref);
+  int redraws = 0;
+  std::vector<std::string> first_why;
+  while (!loss.empty() && check.state == CaseState::Mistrusted && check.extra.contains("kink_crossings") &&
+         redraws < 3) {
+    first_why.push_back(check.extra["kink_crossings"].get<std::string>());
+    ++redraws;
+    check = test_executor_backprop(ex, synthetic_feeds(net, seed + static_cast<uint64_t>(redraws)), loss, ref);
+  }
+  ValidationOutcome v{check.state, check.detail, check.extra};
+  if (redraws > 0) {
+    v.extra["redrawn_inputs"] = {{"times", redraws}, {"because", first_why}};
+    if (v.state == CaseState::Passed)
+      v.detail += fmt::format(" (on inputs drawn again {} time(s): {})", redraws, first_why.front());
+  }
+  return v;
 }
 
 CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& feeds, int64_t batch,
@@ -80,47 +131,15 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
   nlohmann::json fallbacks = nlohmann::json::array();
   for (const auto& [node, why] : ex->fallbacks()) fallbacks.push_back({{"node", node}, {"reason", why}});
   c.extra["fallbacks"] = fallbacks;
-  if (auto* op_ex = dynamic_cast<OperatorExecutor*>(ex.get())) {
-    // Where tensors travel in a backend's own layout, and the reorders each forward call runs.
-    nlohmann::json nodes = nlohmann::json::array();
-    int64_t reorders = 0, native = 0;
-    for (const auto& n : op_ex->layouts(loss)) {
-      reorders += n.reorders.inputs + n.reorders.outputs;
-      native += std::count_if(n.outputs.begin(), n.outputs.end(),
-                              [](const std::string& l) { return !l.empty() && l != "plain"; });
-      nodes.push_back({{"node", n.node},
-                       {"inputs", n.inputs},
-                       {"outputs", n.outputs},
-                       {"input_reorders", n.reorders.inputs},
-                       {"output_reorders", n.reorders.outputs}});
-    }
-    c.extra["layouts"] = {{"native_layouts", o.native_layouts},
-                          {"reorders_per_forward", reorders},
-                          {"native_tensors", native},
-                          {"nodes", nodes}};
-  }
+  if (auto* op_ex = dynamic_cast<OperatorExecutor*>(ex.get()))
+    c.extra["layouts"] = layouts_json(*op_ex, loss, o.native_layouts);
 
   std::string detail;
   if (o.validate && backend != "reference") {
-    ReferenceExecutor ref(net);
-    auto check = loss.empty() ? test_executor(*ex, feeds, ref) : test_executor_backprop(*ex, feeds, loss, ref);
-    // Inputs that put a Relu input within rounding of 0 cannot judge the gradients (the two
-    // executors legitimately switch it differently); the validation draws other inputs, up to 3
-    // times, and says so. Timing uses the first inputs either way.
-    int redraws = 0;
-    std::vector<std::string> first_why;
-    while (!loss.empty() && check.state == CaseState::Mistrusted && check.extra.contains("kink_crossings") &&
-           redraws < 3) {
-      first_why.push_back(check.extra["kink_crossings"].get<std::string>());
-      ++redraws;
-      check = test_executor_backprop(*ex, synthetic_feeds(net, o.seed + static_cast<uint64_t>(redraws)), loss, ref);
-    }
-    c.extra["validation"] = check.extra;
-    if (redraws > 0) c.extra["validation"]["redrawn_inputs"] = {{"times", redraws}, {"because", first_why}};
-    if (check.state != CaseState::Passed) return finish(check.state, check.detail);
-    detail = check.detail;
-    if (redraws > 0)
-      detail += fmt::format(" (on inputs drawn again {} time(s): {})", redraws, first_why.front());
+    const ValidationOutcome v = validate_against_reference(net, *ex, feeds, loss, o.seed);
+    c.extra["validation"] = v.extra;
+    if (v.state != CaseState::Passed) return finish(v.state, v.detail);
+    detail = v.detail;
   } else if (o.validate) {
     detail = "the reference executor (the oracle, not validated against itself)";
   }

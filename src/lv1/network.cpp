@@ -1,12 +1,12 @@
-#include "deep500/network.h"
+#include "deep500/net/network.h"
 
 #include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
-#include "deep500/op_registry.h"
+#include "deep500/core/error.h"
+#include "deep500/op/op_registry.h"
 
 namespace d5 {
 
@@ -39,15 +39,6 @@ void Network::add_input(const std::string& name, const TensorDesc& desc) {
                "network '{}': tensor '{}' already exists; graph input names must be new", name_, name);
   inputs_.push_back(name);
   input_descs_[name] = desc;
-  invalidate();
-}
-
-void Network::remove_input(const std::string& name) {
-  auto it = std::find(inputs_.begin(), inputs_.end(), name);
-  D5_CHECK_ARG(it != inputs_.end(), "network '{}': '{}' is not a graph input", name_, name);
-  inputs_.erase(it);
-  input_descs_.erase(name);
-  values_.erase(name);
   invalidate();
 }
 

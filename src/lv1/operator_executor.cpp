@@ -1,7 +1,7 @@
 // The operator executor: a plan per (network version, loss) of slots and steps, then a loop.
 // Names are resolved once, when planning: a call touches only vectors indexed by slot, so what
 // the executor adds to the operators' own time stays small (docs/executor-metrics.md measures it).
-#include "deep500/operator_executor.h"
+#include "deep500/net/operator_executor.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,10 +10,10 @@
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
-#include "deep500/memory.h"
-#include "deep500/op_registry.h"
-#include "deep500/selective_backward.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/memory.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/spi/selective_backward.h"
 
 namespace d5 {
 
@@ -126,11 +126,6 @@ void OperatorExecutor::prepare() {
   prepared_ = true;
 }
 
-std::string OperatorExecutor::backend_of(const std::string& node) const {
-  auto it = nodes_.find(node);
-  return it == nodes_.end() ? "" : it->second.backend;
-}
-
 const Operator* OperatorExecutor::operator_of(const std::string& node) const {
   auto it = nodes_.find(node);
   return it == nodes_.end() ? nullptr : it->second.op.get();
@@ -167,63 +162,85 @@ const OperatorExecutor::Plan& OperatorExecutor::plan_for(const std::string& loss
   return *it->second;
 }
 
-OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) const {
-  const Network& net = network_;
-  Plan p;
-  p.loss = loss;
-  std::map<std::string, int> slot_of;
-  auto slot = [&](const std::string& name) -> int {
+namespace {
+
+// A loss is one floating-point value that a node computes (not a constant).
+void check_loss(const Network& net, const std::string& loss) {
+  const Node* producer = net.producer(loss);
+  D5_CHECK_ARG(producer, "network '{}': loss '{}' is not computed by a node (it must be the output of one)",
+               net.name(), loss);
+  D5_CHECK_ARG(!net.is_folded(producer->name),
+               "network '{}': loss '{}' is a constant (node '{}' is folded); it depends on no input or parameter",
+               net.name(), loss, producer->name);
+  const TensorDesc& d = net.desc(loss);
+  D5_CHECK_ARG(d.numel() == 1 && is_floating(d.dtype),
+               "network '{}': loss '{}' must be one floating-point value, but it is {}", net.name(), loss,
+               d.to_string());
+}
+
+// Slots by name, each created on first use with its kind.
+class SlotTable {
+ public:
+  SlotTable(const Network& net, std::vector<Slot>& slots) : net_(net), slots_(slots) {}
+  int operator()(const std::string& name) {
     if (name.empty()) return -1;
-    auto it = slot_of.find(name);
-    if (it != slot_of.end()) return it->second;
+    auto it = ids_.find(name);
+    if (it != ids_.end()) return it->second;
     Slot s;
     s.name = name;
-    s.desc = net.desc(name);
-    if (std::find(net.inputs().begin(), net.inputs().end(), name) != net.inputs().end())
-      s.kind = SlotKind::Feed;
-    else if (net.is_param(name)) s.kind = SlotKind::Param;
-    else if (net.known_value(name)) s.kind = SlotKind::Constant;
+    s.desc = net_.desc(name);
+    const auto& inputs = net_.inputs();
+    if (std::find(inputs.begin(), inputs.end(), name) != inputs.end()) s.kind = SlotKind::Feed;
+    else if (net_.is_param(name)) s.kind = SlotKind::Param;
+    else if (net_.known_value(name)) s.kind = SlotKind::Constant;
     else s.kind = SlotKind::Produced;
-    const int id = static_cast<int>(p.slots.size());
-    p.slots.push_back(std::move(s));
-    slot_of.emplace(name, id);
+    const int id = static_cast<int>(slots_.size());
+    slots_.push_back(std::move(s));
+    ids_.emplace(name, id);
     return id;
-  };
-
-  if (!loss.empty()) {
-    const Node* producer = net.producer(loss);
-    D5_CHECK_ARG(producer, "network '{}': loss '{}' is not computed by a node (it must be the output of one)",
-                 net.name(), loss);
-    D5_CHECK_ARG(
-        !net.is_folded(producer->name),
-        "network '{}': loss '{}' is a constant (node '{}' is folded); it depends on no input or parameter",
-        net.name(), loss, producer->name);
-    const TensorDesc& d = net.desc(loss);
-    D5_CHECK_ARG(d.numel() == 1 && is_floating(d.dtype),
-                 "network '{}': loss '{}' must be one floating-point value, but it is {}", net.name(), loss,
-                 d.to_string());
   }
 
-  // Which nodes a requested value (graph output, loss) depends on.
-  std::set<std::string> needed(net.outputs().begin(), net.outputs().end());
-  if (!loss.empty()) needed.insert(loss);
-  std::vector<const Node*> order;
-  {
-    const auto topo = net.topological_order();
-    for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
-      const Node& n = **it;
-      if (!nodes_.count(n.name)) continue;  // folded: its outputs are constants
-      if (std::none_of(n.outputs.begin(), n.outputs.end(),
-                       [&](const std::string& o) { return needed.count(o); }))
-        continue;
-      for (const auto& in : n.inputs)
-        if (!in.empty()) needed.insert(in);
-      order.push_back(&n);
+ private:
+  const Network& net_;
+  std::vector<Slot>& slots_;
+  std::map<std::string, int> ids_;
+};
+
+// Lifetimes of produced slots: the last forward reader, or the earliest backward step that reads
+// it as an input or an output (the last backward to run). Returned values live to the end.
+void plan_lifetimes(std::vector<Step>& steps, const std::vector<Slot>& slots, const std::vector<bool>& keep_to_end) {
+  const size_t n_slots = slots.size();
+  std::vector<int> last_forward(n_slots, -1), first_backward(n_slots, -1);
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const Step& st = steps[k];
+    const int ik = static_cast<int>(k);
+    for (int s : st.in)
+      if (s >= 0) last_forward[s] = ik;
+    for (int s : st.out)
+      if (s >= 0) last_forward[s] = std::max(last_forward[s], ik);  // unread outputs die at once
+    if (st.backward) {
+      for (int s : st.in)
+        if (s >= 0 && first_backward[s] < 0) first_backward[s] = ik;
+      for (int s : st.out)
+        if (s >= 0 && first_backward[s] < 0) first_backward[s] = ik;
     }
-    std::reverse(order.begin(), order.end());
   }
+  for (size_t s = 0; s < n_slots; ++s) {
+    if (slots[s].kind != SlotKind::Produced || keep_to_end[s] || last_forward[s] < 0) continue;
+    if (first_backward[s] >= 0) steps[first_backward[s]].free_after_backward.push_back(static_cast<int>(s));
+    else steps[last_forward[s]].free_after.push_back(static_cast<int>(s));
+  }
+}
 
-  for (const Node* n : order) {
+}  // namespace
+
+OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) const {
+  const Network& net = network_;
+  if (!loss.empty()) check_loss(net, loss);
+  Plan p;
+  p.loss = loss;
+  SlotTable slot(net, p.slots);
+  for (const Node* n : nodes_needed(loss)) {
     const NodeState& s = nodes_.at(n->name);
     Step st;
     st.node = *n;
@@ -251,67 +268,66 @@ OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) con
   for (const auto& [name, id] : p.outputs) p.keep_to_end[id] = true;
   p.layouts.assign(p.slots.size(), std::nullopt);
   if (loss.empty() && options_.native_layouts) plan_layouts(p);
+  if (!loss.empty()) plan_backward(p);
+  plan_lifetimes(p.steps, p.slots, p.keep_to_end);
+  return p;
+}
 
-  // Reverse mode: which slots depend on a parameter (forward), and which gradients reach the
-  // loss (backward, through differentiable inputs only).
+// The nodes a requested value (graph output, loss) depends on, in topological order.
+std::vector<const Node*> OperatorExecutor::nodes_needed(const std::string& loss) const {
+  const Network& net = network_;
+  std::set<std::string> needed(net.outputs().begin(), net.outputs().end());
+  if (!loss.empty()) needed.insert(loss);
+  std::vector<const Node*> order;
+  const auto topo = net.topological_order();
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+    const Node& n = **it;
+    if (!nodes_.count(n.name)) continue;  // folded: its outputs are constants
+    if (std::none_of(n.outputs.begin(), n.outputs.end(), [&](const std::string& o) { return needed.count(o); }))
+      continue;
+    for (const auto& in : n.inputs)
+      if (!in.empty()) needed.insert(in);
+    order.push_back(&n);
+  }
+  std::reverse(order.begin(), order.end());
+  return order;
+}
+
+// Reverse mode: which slots depend on a parameter (forward), and which gradients reach the loss
+// (backward, through differentiable inputs only).
+void OperatorExecutor::plan_backward(Plan& p) const {
   const size_t n_slots = p.slots.size();
   std::vector<bool> from_param(n_slots, false);
   for (const auto& [name, id] : p.params) from_param[id] = true;
-  if (!loss.empty()) {
-    for (auto& st : p.steps) {
-      const auto& mask = nodes_.at(st.node.name).grad_mask;
-      st.grad_wanted.assign(st.in.size(), false);
-      bool any = false;
-      for (size_t i = 0; i < st.in.size(); ++i)
-        if (st.in[i] >= 0 && i < mask.size() && mask[i] && from_param[st.in[i]]) st.grad_wanted[i] = any = true;
-      if (any)
-        for (int o : st.out)
-          if (o >= 0) from_param[o] = true;
-    }
-    std::vector<bool> reaches_loss(n_slots, false);
-    reaches_loss[p.loss_slot] = true;
-    for (auto it = p.steps.rbegin(); it != p.steps.rend(); ++it) {
-      Step& st = *it;
-      const bool out_reaches =
-          std::any_of(st.out.begin(), st.out.end(), [&](int o) { return o >= 0 && reaches_loss[o]; });
-      const bool wants = std::find(st.grad_wanted.begin(), st.grad_wanted.end(), true) != st.grad_wanted.end();
-      st.backward = out_reaches && wants;
-      if (!st.backward) continue;
-      // Differentiable inputs no parameter depends on (graph inputs, constants) get no buffer
-      // where the operator can skip them: their gradient would be computed for nothing.
-      const auto& mask = nodes_.at(st.node.name).grad_mask;
-      const bool skips = dynamic_cast<const SelectiveBackward*>(st.op) != nullptr;
-      st.grad_given.assign(st.in.size(), false);
-      for (size_t i = 0; i < st.in.size(); ++i)
-        st.grad_given[i] = i < mask.size() && mask[i] && st.op->spec().has_input(i) && (!skips || st.grad_wanted[i]);
-      for (size_t i = 0; i < st.in.size(); ++i)
-        if (st.grad_wanted[i]) reaches_loss[st.in[i]] = true;
-    }
+  for (auto& st : p.steps) {
+    const auto& mask = nodes_.at(st.node.name).grad_mask;
+    st.grad_wanted.assign(st.in.size(), false);
+    bool any = false;
+    for (size_t i = 0; i < st.in.size(); ++i)
+      if (st.in[i] >= 0 && i < mask.size() && mask[i] && from_param[st.in[i]]) st.grad_wanted[i] = any = true;
+    if (any)
+      for (int o : st.out)
+        if (o >= 0) from_param[o] = true;
   }
-
-  // Lifetimes of produced slots: the last forward reader, or the earliest backward step that
-  // reads it as an input or an output (the last backward to run).
-  std::vector<int> last_forward(n_slots, -1), first_backward(n_slots, -1);
-  for (size_t k = 0; k < p.steps.size(); ++k) {
-    const Step& st = p.steps[k];
-    const int ik = static_cast<int>(k);
-    for (int s : st.in)
-      if (s >= 0) last_forward[s] = ik;
-    for (int s : st.out)
-      if (s >= 0) last_forward[s] = std::max(last_forward[s], ik);  // unread outputs die at once
-    if (st.backward) {
-      for (int s : st.in)
-        if (s >= 0 && first_backward[s] < 0) first_backward[s] = ik;
-      for (int s : st.out)
-        if (s >= 0 && first_backward[s] < 0) first_backward[s] = ik;
-    }
+  std::vector<bool> reaches_loss(n_slots, false);
+  reaches_loss[p.loss_slot] = true;
+  for (auto it = p.steps.rbegin(); it != p.steps.rend(); ++it) {
+    Step& st = *it;
+    const bool out_reaches =
+        std::any_of(st.out.begin(), st.out.end(), [&](int o) { return o >= 0 && reaches_loss[o]; });
+    const bool wants = std::find(st.grad_wanted.begin(), st.grad_wanted.end(), true) != st.grad_wanted.end();
+    st.backward = out_reaches && wants;
+    if (!st.backward) continue;
+    // Differentiable inputs no parameter depends on (graph inputs, constants) get no buffer
+    // where the operator can skip them: their gradient would be computed for nothing.
+    const auto& mask = nodes_.at(st.node.name).grad_mask;
+    const bool skips = dynamic_cast<const SelectiveBackward*>(st.op) != nullptr;
+    st.grad_given.assign(st.in.size(), false);
+    for (size_t i = 0; i < st.in.size(); ++i)
+      st.grad_given[i] = i < mask.size() && mask[i] && st.op->spec().has_input(i) && (!skips || st.grad_wanted[i]);
+    for (size_t i = 0; i < st.in.size(); ++i)
+      if (st.grad_wanted[i]) reaches_loss[st.in[i]] = true;
   }
-  for (size_t s = 0; s < n_slots; ++s) {
-    if (p.slots[s].kind != SlotKind::Produced || p.keep_to_end[s] || last_forward[s] < 0) continue;
-    if (first_backward[s] >= 0) p.steps[first_backward[s]].free_after_backward.push_back(static_cast<int>(s));
-    else p.steps[last_forward[s]].free_after.push_back(static_cast<int>(s));
-  }
-  return p;
 }
 
 // In forward order: a step whose operator exchanges backend layouts gets a variant reading its
@@ -401,144 +417,160 @@ TensorMap OperatorExecutor::inference_and_backprop(const TensorMap& feeds, const
   return run(feeds, loss);
 }
 
+// One call's tensors: values by slot, the outputs of steps that run backward, gradients by slot,
+// and the bytes of the tensors the call allocated (activations, gradients) alive at once.
+struct OperatorExecutor::Call {
+  const Plan& p;
+  bool free;  // options_.free_dead_tensors
+  std::vector<Tensor> env, grads;
+  std::vector<std::vector<Tensor>> saved;  // full outputs, unnamed ones too: backward may read them
+  int64_t live = 0, peak = 0;
+
+  Call(const Plan& plan, bool free_dead) : p(plan), free(free_dead), env(plan.slots.size()), saved(plan.steps.size()) {}
+  void hold(int64_t bytes) { peak = std::max(peak, live += bytes); }
+  void release(Tensor& t) {
+    if (!t.defined()) return;
+    live -= static_cast<int64_t>(t.bytes());
+    t = Tensor();
+  }
+  void inputs_of(const Step& st, std::vector<Tensor>& ins) const {
+    ins.assign(st.in.size(), Tensor());
+    for (size_t i = 0; i < st.in.size(); ++i)
+      if (st.in[i] >= 0) ins[i] = env[st.in[i]];
+  }
+};
+
 TensorMap OperatorExecutor::run(const TensorMap& feeds, const std::string& loss) {
   const Plan& p = plan_for(loss);
   check_feeds(feeds);
   Network& net = network_;
-  const bool free = options_.free_dead_tensors;
   const bool rss = options_.measure_rss && reset_peak_rss();
-
-  std::vector<Tensor> env(p.slots.size());
-  for (const auto& [name, id] : p.feeds) env[id] = feeds.at(name);
-  for (const auto& [name, id] : p.params) env[id] = net.fetch_tensor(name);
-  for (const auto& [id, value] : p.constants) env[id] = value;
-  // Bytes of the tensors this call allocates (activations, gradients) alive at once.
-  int64_t live = 0, peak = 0;
-  auto hold = [&](int64_t bytes) { peak = std::max(peak, live += bytes); };
-  auto release = [&](Tensor& t) {
-    if (!t.defined()) return;
-    live -= static_cast<int64_t>(t.bytes());
-    t = Tensor();
-  };
+  Call c(p, options_.free_dead_tensors);
+  for (const auto& [name, id] : p.feeds) c.env[id] = feeds.at(name);
+  for (const auto& [name, id] : p.params) c.env[id] = net.fetch_tensor(name);
+  for (const auto& [id, value] : p.constants) c.env[id] = value;
 
   fire_before_executor(feeds);
-  // Full outputs of steps that run backward (unnamed ones too: backward may read them).
-  std::vector<std::vector<Tensor>> saved(p.steps.size());
-  std::vector<Tensor> ins, outs;
-  bool completed = true;
-  for (size_t k = 0; k < p.steps.size() && completed; ++k) {
-    const Step& st = p.steps[k];
-    ins.assign(st.in.size(), Tensor());
-    for (size_t i = 0; i < st.in.size(); ++i)
-      if (st.in[i] >= 0) ins[i] = env[st.in[i]];
-    if (!fire_before_operator(st.node, Pass::forward, ins)) {
-      completed = false;
-      break;
-    }
-    outs = st.op->run_forward(ins);
-    int64_t unnamed = 0;
-    for (size_t j = 0; j < outs.size(); ++j) {
-      hold(static_cast<int64_t>(outs[j].bytes()));
-      if (st.out[j] >= 0) env[st.out[j]] = outs[j];
-      else unnamed += static_cast<int64_t>(outs[j].bytes());
-    }
-    completed = fire_after_operator(st.node, Pass::forward, outs);
-    if (st.backward) saved[k] = outs;
-    else live -= unnamed;
-    outs.clear();
-    if (free)
-      for (int s : st.free_after) release(env[s]);
-  }
+  bool completed = forward_pass(c);
   TensorMap result;
   for (const auto& [name, id] : p.outputs)
-    if (env[id].defined()) result[name] = env[id];
+    if (c.env[id].defined()) result[name] = c.env[id];
   if (completed) fire_after_inference(result);
-
-  TensorMap gradients;
-  if (completed && !loss.empty()) {
-    std::vector<Tensor> grads(p.slots.size());
-    grads[p.loss_slot] = Tensor(p.slots[p.loss_slot].desc);
-    grads[p.loss_slot].fill(1.0);
-    hold(static_cast<int64_t>(grads[p.loss_slot].bytes()));
-    std::vector<Tensor> grad_outs;
-    for (size_t kk = p.steps.size(); kk-- > 0 && completed;) {
-      const Step& st = p.steps[kk];
-      if (!st.backward) continue;
-      const auto& op_outs = saved[kk];
-      grad_outs.assign(op_outs.size(), Tensor());
-      bool any = false;
-      for (size_t j = 0; j < op_outs.size(); ++j) {
-        if (st.out[j] >= 0 && grads[st.out[j]].defined()) {
-          grad_outs[j] = grads[st.out[j]];
-          any = true;
-        }
-      }
-      if (any) {
-        // An output nothing differentiates gets an explicit zero gradient (floating outputs only).
-        for (size_t j = 0; j < op_outs.size(); ++j)
-          if (!grad_outs[j].defined() && is_floating(op_outs[j].dtype())) {
-            grad_outs[j] = Tensor(op_outs[j].desc());
-            hold(static_cast<int64_t>(grad_outs[j].bytes()));
-          }
-        ins.assign(st.in.size(), Tensor());
-        for (size_t i = 0; i < st.in.size(); ++i)
-          if (st.in[i] >= 0) ins[i] = env[st.in[i]];
-        if (!fire_before_operator(st.node, Pass::backward, grad_outs)) {
-          completed = false;
-          break;
-        }
-        std::vector<Tensor> grad_ins(st.in.size());
-        for (size_t i = 0; i < st.in.size(); ++i)
-          if (st.grad_given[i]) grad_ins[i] = Tensor::uninitialized(st.op->spec().inputs[i]);
-        st.op->backward(grad_outs, ins, op_outs, grad_ins);
-        for (const auto& g : grad_ins) hold(static_cast<int64_t>(g.bytes()));
-        completed = fire_after_operator(st.node, Pass::backward, grad_ins);
-        for (size_t i = 0; i < grad_ins.size(); ++i) {
-          if (!grad_ins[i].defined()) continue;
-          if (i < st.grad_wanted.size() && st.grad_wanted[i]) {
-            Tensor& acc = grads[st.in[i]];
-            if (!acc.defined()) {
-              acc = grad_ins[i];
-              continue;
-            }
-            accumulate(acc, grad_ins[i]);
-          }
-          release(grad_ins[i]);
-        }
-        for (size_t j = 0; j < op_outs.size(); ++j)
-          if (!(st.out[j] >= 0 && grads[st.out[j]].defined() && grad_outs[j].data() == grads[st.out[j]].data()))
-            release(grad_outs[j]);
-      }
-      // This node's output gradients are consumed: every consumer ran before it.
-      if (free)
-        for (int o : st.out)
-          if (o >= 0 && o != p.loss_slot) release(grads[o]);
-      for (size_t j = 0; j < saved[kk].size(); ++j)
-        if (st.out[j] < 0) live -= static_cast<int64_t>(saved[kk][j].bytes());
-      saved[kk].clear();
-      if (free)
-        for (int s : st.free_after_backward) release(env[s]);
-    }
-    if (completed) {
-      std::map<std::string, int> param_slot(p.params.begin(), p.params.end());
-      for (const auto& [param, grad_name] : net.gradient()) {
-        Tensor g;
-        if (auto it = param_slot.find(param); it != param_slot.end()) g = grads[it->second];
-        // A parameter the loss does not depend on has a zero gradient.
-        if (!g.defined()) g = Tensor(net.desc(param));
-        net.feed_tensor(grad_name, g);
-        gradients[grad_name] = g;
-      }
-      fire_after_backprop(gradients);
-    }
-  }
+  if (completed && !loss.empty() && backward_pass(c)) fire_after_backprop(publish_gradients(c));
 
   for (const auto& [name, value] : result)
     if (!net.is_initializer(name)) net.feed_tensor(name, value);
-  memory_.peak_tensor_bytes = peak;
+  memory_.peak_tensor_bytes = c.peak;
   memory_.peak_rss_bytes = rss ? peak_rss_bytes() : -1;
   fire_after_executor(result);
   return result;
+}
+
+bool OperatorExecutor::forward_pass(Call& c) {
+  std::vector<Tensor> ins, outs;
+  for (size_t k = 0; k < c.p.steps.size(); ++k) {
+    const Step& st = c.p.steps[k];
+    c.inputs_of(st, ins);
+    if (!fire_before_operator(st.node, Pass::forward, ins)) return false;
+    outs = st.op->run_forward(ins);
+    int64_t unnamed = 0;
+    for (size_t j = 0; j < outs.size(); ++j) {
+      c.hold(static_cast<int64_t>(outs[j].bytes()));
+      if (st.out[j] >= 0) c.env[st.out[j]] = outs[j];
+      else unnamed += static_cast<int64_t>(outs[j].bytes());
+    }
+    const bool go_on = fire_after_operator(st.node, Pass::forward, outs);
+    if (st.backward) c.saved[k] = outs;
+    else c.live -= unnamed;
+    outs.clear();
+    if (c.free)
+      for (int s : st.free_after) c.release(c.env[s]);
+    if (!go_on) return false;
+  }
+  return true;
+}
+
+bool OperatorExecutor::backward_pass(Call& c) {
+  const Plan& p = c.p;
+  c.grads.assign(p.slots.size(), Tensor());
+  c.grads[p.loss_slot] = Tensor(p.slots[p.loss_slot].desc);
+  c.grads[p.loss_slot].fill(1.0);
+  c.hold(static_cast<int64_t>(c.grads[p.loss_slot].bytes()));
+  for (size_t k = p.steps.size(); k-- > 0;) {
+    const Step& st = p.steps[k];
+    if (!st.backward) continue;
+    if (!backward_step(c, k)) return false;
+    // This node's output gradients are consumed: every consumer ran before it.
+    if (c.free)
+      for (int o : st.out)
+        if (o >= 0 && o != p.loss_slot) c.release(c.grads[o]);
+    for (size_t j = 0; j < c.saved[k].size(); ++j)
+      if (st.out[j] < 0) c.live -= static_cast<int64_t>(c.saved[k][j].bytes());
+    c.saved[k].clear();
+    if (c.free)
+      for (int s : st.free_after_backward) c.release(c.env[s]);
+  }
+  return true;
+}
+
+bool OperatorExecutor::backward_step(Call& c, size_t k) {
+  const Step& st = c.p.steps[k];
+  const auto& op_outs = c.saved[k];
+  std::vector<Tensor> grad_outs(op_outs.size());
+  bool any = false;
+  for (size_t j = 0; j < op_outs.size(); ++j) {
+    if (st.out[j] >= 0 && c.grads[st.out[j]].defined()) {
+      grad_outs[j] = c.grads[st.out[j]];
+      any = true;
+    }
+  }
+  if (!any) return true;
+  // An output nothing differentiates gets an explicit zero gradient (floating outputs only).
+  for (size_t j = 0; j < op_outs.size(); ++j)
+    if (!grad_outs[j].defined() && is_floating(op_outs[j].dtype())) {
+      grad_outs[j] = Tensor(op_outs[j].desc());
+      c.hold(static_cast<int64_t>(grad_outs[j].bytes()));
+    }
+  std::vector<Tensor> ins;
+  c.inputs_of(st, ins);
+  if (!fire_before_operator(st.node, Pass::backward, grad_outs)) return false;
+  std::vector<Tensor> grad_ins(st.in.size());
+  for (size_t i = 0; i < st.in.size(); ++i)
+    if (st.grad_given[i]) grad_ins[i] = Tensor::uninitialized(st.op->spec().inputs[i]);
+  st.op->backward(grad_outs, ins, op_outs, grad_ins);
+  for (const auto& g : grad_ins) c.hold(static_cast<int64_t>(g.bytes()));
+  const bool go_on = fire_after_operator(st.node, Pass::backward, grad_ins);
+  for (size_t i = 0; i < grad_ins.size(); ++i) {
+    if (!grad_ins[i].defined()) continue;
+    if (i < st.grad_wanted.size() && st.grad_wanted[i]) {
+      Tensor& acc = c.grads[st.in[i]];
+      if (!acc.defined()) {
+        acc = grad_ins[i];
+        continue;
+      }
+      accumulate(acc, grad_ins[i]);
+    }
+    c.release(grad_ins[i]);
+  }
+  for (size_t j = 0; j < op_outs.size(); ++j)
+    if (!(st.out[j] >= 0 && c.grads[st.out[j]].defined() && grad_outs[j].data() == c.grads[st.out[j]].data()))
+      c.release(grad_outs[j]);
+  return go_on;
+}
+
+// Every parameter's gradient into the network (zero for a parameter the loss does not depend on).
+TensorMap OperatorExecutor::publish_gradients(Call& c) {
+  Network& net = network_;
+  std::map<std::string, int> param_slot(c.p.params.begin(), c.p.params.end());
+  TensorMap gradients;
+  for (const auto& [param, grad_name] : net.gradient()) {
+    Tensor g;
+    if (auto it = param_slot.find(param); it != param_slot.end()) g = c.grads[it->second];
+    if (!g.defined()) g = Tensor(net.desc(param));
+    net.feed_tensor(grad_name, g);
+    gradients[grad_name] = g;
+  }
+  return gradients;
 }
 
 OperatorExecutorOptions operator_executor_options(const ExecutorOptions& options) {

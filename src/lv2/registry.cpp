@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "deep500/dataset.h"
-#include "deep500/dataset_subset.h"
-#include "deep500/optimizer.h"
+#include "deep500/train/dataset.h"
+#include "deep500/train/dataset_subset.h"
+#include "deep500/train/optimizer.h"
 
 namespace d5 {
 

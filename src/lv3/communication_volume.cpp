@@ -1,7 +1,7 @@
-// CommunicationVolume: per-peer and per-collective counters (include/deep500/communication_volume.h).
-#include "deep500/communication_volume.h"
+// CommunicationVolume: per-peer and per-collective counters (include/deep500/dist/communication_volume.h).
+#include "deep500/dist/communication_volume.h"
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

@@ -1,11 +1,11 @@
 // Communicator: argument checks, timing and volume accounting around the implementation's hooks
-// (include/deep500/communicator.h).
-#include "deep500/communicator.h"
+// (include/deep500/dist/communicator.h).
+#include "deep500/dist/communicator.h"
 
 #include <chrono>
 #include <numeric>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

@@ -1,11 +1,11 @@
-// Per-rank metrics, their gathering and summary (include/deep500/distributed_metrics.h).
-#include "deep500/distributed_metrics.h"
+// Per-rank metrics, their gathering and summary (include/deep500/dist/distributed_metrics.h).
+#include "deep500/dist/distributed_metrics.h"
 
 #include <algorithm>
 #include <numeric>
 
-#include "deep500/distributed_optimizers.h"
-#include "deep500/error.h"
+#include "deep500/dist/distributed_optimizers.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

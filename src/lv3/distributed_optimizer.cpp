@@ -1,10 +1,10 @@
-// DistributedOptimizer: the wrapper's common part (include/deep500/distributed_optimizer.h).
-#include "deep500/distributed_optimizer.h"
+// DistributedOptimizer: the wrapper's common part (include/deep500/dist/distributed_optimizer.h).
+#include "deep500/dist/distributed_optimizer.h"
 
 #include <chrono>
 
-#include "deep500/error.h"
-#include "deep500/gradient_buckets.h"
+#include "deep500/core/error.h"
+#include "deep500/dist/gradient_buckets.h"
 
 namespace d5 {
 

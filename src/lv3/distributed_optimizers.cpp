@@ -1,5 +1,5 @@
-// The shipped distributed schemes (include/deep500/distributed_optimizers.h).
-#include "deep500/distributed_optimizers.h"
+// The shipped distributed schemes (include/deep500/dist/distributed_optimizers.h).
+#include "deep500/dist/distributed_optimizers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include <fmt/ranges.h>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

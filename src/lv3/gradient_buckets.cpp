@@ -1,10 +1,10 @@
-// Bucketed allreduce of a list of tensors (include/deep500/gradient_buckets.h).
-#include "deep500/gradient_buckets.h"
+// Bucketed allreduce of a list of tensors (include/deep500/dist/gradient_buckets.h).
+#include "deep500/dist/gradient_buckets.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

@@ -1,9 +1,9 @@
-// Gradient allreduce overlapped with backprop (include/deep500/gradient_overlap.h).
-#include "deep500/gradient_overlap.h"
+// Gradient allreduce overlapped with backprop (include/deep500/dist/gradient_overlap.h).
+#include "deep500/dist/gradient_overlap.h"
 
 #include <cstring>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

@@ -1,4 +1,4 @@
-// The Communicator over MPI_COMM_WORLD (include/deep500/mpi_world.h).
+// The Communicator over MPI_COMM_WORLD (include/deep500/dist/mpi_world.h).
 #include <mpi.h>
 
 #include <algorithm>
@@ -8,8 +8,8 @@
 #include <mutex>
 #include <numeric>
 
-#include "deep500/error.h"
-#include "deep500/mpi_world.h"
+#include "deep500/core/error.h"
+#include "deep500/dist/mpi_world.h"
 #include "mpi_watchdog.h"
 
 namespace d5 {

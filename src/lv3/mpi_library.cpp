@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "deep500/runtime_libraries.h"
+#include "deep500/core/runtime_libraries.h"
 
 namespace d5::dist {
 

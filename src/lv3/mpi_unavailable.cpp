@@ -1,6 +1,6 @@
-// mpi_world() in a build without MPI (include/deep500/mpi_world.h).
-#include "deep500/error.h"
-#include "deep500/mpi_world.h"
+// mpi_world() in a build without MPI (include/deep500/dist/mpi_world.h).
+#include "deep500/core/error.h"
+#include "deep500/dist/mpi_world.h"
 
 namespace d5 {
 

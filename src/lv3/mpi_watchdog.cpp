@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "deep500/metrics/exit_codes.h"
+
 namespace d5 {
 
 namespace {
@@ -20,7 +22,7 @@ constexpr int kHeartbeatTag = 1;
 // keeps the order of messages between two ranks on one tag and communicator).
 constexpr int64_t kGoodbye = -1;
 // The exit code of a run ended by the watchdog: as d5's I/O errors (a lost peer is a failed channel).
-constexpr int kExitLostRank = 4;
+constexpr int kExitLostRank = kExitIo;
 
 std::string mpi_error_text(int rc) {
   char text[MPI_MAX_ERROR_STRING] = {};

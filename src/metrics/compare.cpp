@@ -1,4 +1,4 @@
-#include "deep500/compare.h"
+#include "deep500/metrics/compare.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
-#include "deep500/reporter.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/reporter.h"
 
 namespace d5 {
 

@@ -1,11 +1,11 @@
-#include "deep500/energy.h"
+#include "deep500/metrics/energy.h"
 
 #include <map>
 
 #include <fmt/format.h>
 
 #include "core/sysfs_parse.h"
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

@@ -1,13 +1,13 @@
-#include "deep500/manifest.h"
+#include "deep500/metrics/manifest.h"
 
-#include "deep500/backend.h"
-#include "deep500/build_info.h"
-#include "deep500/device.h"
-#include "deep500/malloc_policy.h"
-#include "deep500/runtime_libraries.h"
-#include "deep500/system_info.h"
-#include "deep500/threads.h"
-#include "deep500/timer.h"
+#include "deep500/core/backend.h"
+#include "deep500/core/build_info.h"
+#include "deep500/core/device.h"
+#include "deep500/core/malloc_policy.h"
+#include "deep500/core/runtime_libraries.h"
+#include "deep500/core/system_info.h"
+#include "deep500/core/threads.h"
+#include "deep500/metrics/timer.h"
 
 namespace d5 {
 

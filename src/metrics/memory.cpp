@@ -1,4 +1,4 @@
-#include "deep500/memory.h"
+#include "deep500/metrics/memory.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>

@@ -1,8 +1,8 @@
-#include "deep500/metric.h"
+#include "deep500/metrics/metric.h"
 
 #include <algorithm>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

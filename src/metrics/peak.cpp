@@ -1,7 +1,7 @@
 // Peak FMA rate and memory bandwidth, measured. The FMA kernels keep many independent
 // accumulator chains in registers, so the loop is bound by the FMA units' throughput rather than
 // their latency (4-5 cycles on current x86 cores, two units: at least 8-10 chains in flight).
-#include "deep500/peak.h"
+#include "deep500/metrics/peak.h"
 
 #include <omp.h>
 
@@ -11,9 +11,9 @@
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
-#include "deep500/standard_metrics.h"
-#include "deep500/timer.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/standard_metrics.h"
+#include "deep500/metrics/timer.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -1,10 +1,10 @@
-#include "deep500/reporter.h"
+#include "deep500/metrics/reporter.h"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

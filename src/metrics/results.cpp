@@ -1,11 +1,11 @@
-#include "deep500/results.h"
+#include "deep500/metrics/results.h"
 
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
-#include "deep500/atomic_file.h"
-#include "deep500/error.h"
+#include "deep500/metrics/atomic_file.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

@@ -1,4 +1,4 @@
-#include "deep500/runner.h"
+#include "deep500/metrics/runner.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
-#include "deep500/timer.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/timer.h"
 
 namespace d5 {
 

@@ -1,10 +1,10 @@
-#include "deep500/standard_metrics.h"
+#include "deep500/metrics/standard_metrics.h"
 
 #include <numeric>
 
-#include "deep500/error.h"
-#include "deep500/memory.h"
-#include "deep500/tensor.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/memory.h"
+#include "deep500/core/tensor.h"
 
 namespace d5 {
 

@@ -1,4 +1,4 @@
-#include "deep500/statistics.h"
+#include "deep500/metrics/statistics.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

@@ -1,4 +1,4 @@
-#include "deep500/timer.h"
+#include "deep500/metrics/timer.h"
 
 #include <time.h>
 
@@ -6,7 +6,7 @@
 #include <chrono>
 #include <vector>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 
@@ -87,21 +87,5 @@ const ClockCharacteristics& clock_characteristics(ClockKind k) {
   }
   D5_THROW(Internal, "unknown clock kind");
 }
-
-int64_t Stopwatch::now() const { return read(kind_); }
-
-void Stopwatch::start() {
-  if (running_) return;
-  start_ns_ = now();
-  running_ = true;
-}
-
-void Stopwatch::stop() {
-  if (!running_) return;
-  total_ns_ += now() - start_ns_;
-  running_ = false;
-}
-
-int64_t Stopwatch::elapsed_ns() const { return total_ns_ + (running_ ? now() - start_ns_ : 0); }
 
 }  // namespace d5

@@ -1,5 +1,5 @@
 // d5::Network -> ONNX ModelProto, the inverse of onnx_import.cpp.
-#include "deep500/onnx_export.h"
+#include "deep500/onnx/onnx_export.h"
 
 #include <filesystem>
 #include <fstream>
@@ -10,9 +10,9 @@
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 
-#include "deep500/build_info.h"
-#include "deep500/error.h"
-#include "deep500/onnx_io.h"
+#include "deep500/core/build_info.h"
+#include "deep500/core/error.h"
+#include "deep500/onnx/onnx_io.h"
 
 namespace d5 {
 

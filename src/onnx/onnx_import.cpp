@@ -1,5 +1,5 @@
 // ONNX ModelProto -> d5::Network: one visitor per op type, checked against ONNX's schemas.
-#include "deep500/onnx_import.h"
+#include "deep500/onnx/onnx_import.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <onnx/defs/schema.h>
 
-#include "deep500/error.h"
-#include "deep500/onnx_io.h"
+#include "deep500/core/error.h"
+#include "deep500/onnx/onnx_io.h"
 
 namespace d5 {
 

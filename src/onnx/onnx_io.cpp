@@ -1,4 +1,4 @@
-#include "deep500/onnx_io.h"
+#include "deep500/onnx/onnx_io.h"
 
 #include <bit>
 #include <cstring>
@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5::onnx_io {
 

@@ -1,6 +1,6 @@
 // Escaping for everything the report page embeds: names and details come from result files and
 // may hold anything, including "</script>".
-#include "deep500/report.h"
+#include "deep500/report/report.h"
 
 namespace d5 {
 

@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "deep500/error.h"
-#include "deep500/report.h"
+#include "deep500/core/error.h"
+#include "deep500/report/report.h"
 
 namespace d5 {
 

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "deep500/report.h"
-#include "deep500/reporter.h"
+#include "deep500/report/report.h"
+#include "deep500/metrics/reporter.h"
 
 namespace d5::report {
 

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "deep500/results.h"
+#include "deep500/metrics/results.h"
 
 namespace d5::report {
 

@@ -5,8 +5,8 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
-#include "deep500/build_info.h"
-#include "deep500/report.h"
+#include "deep500/core/build_info.h"
+#include "deep500/report/report.h"
 #include "page.h"
 #include "page_assets.h"
 #include "sections.h"

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "deep500/reporter.h"
+#include "deep500/metrics/reporter.h"
 #include "sections.h"
 
 namespace d5::report {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "deep500/report.h"
+#include "deep500/report/report.h"
 #include "page.h"
 
 namespace d5::report {

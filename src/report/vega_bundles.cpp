@@ -6,8 +6,8 @@
 #include <regex>
 #include <sstream>
 
-#include "deep500/error.h"
-#include "deep500/report.h"
+#include "deep500/core/error.h"
+#include "deep500/report/report.h"
 
 namespace d5 {
 

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../integration/process.h"
-#include "deep500/onnx_conformance.h"
-#include "deep500/op_registry.h"
+#include "deep500/onnx/onnx_conformance.h"
+#include "deep500/op/op_registry.h"
 
 namespace d5::test {
 

@@ -8,12 +8,12 @@
 
 #include "../support/network_compare.h"
 #include "../support/onnx_cases.h"
-#include "deep500/executor_validation.h"
-#include "deep500/model_zoo.h"
-#include "deep500/onnx_import.h"
-#include "deep500/op_registry.h"
-#include "deep500/operator_executor.h"
-#include "deep500/rng.h"
+#include "deep500/net/executor_validation.h"
+#include "deep500/net/model_zoo.h"
+#include "deep500/onnx/onnx_import.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/net/operator_executor.h"
+#include "deep500/core/rng.h"
 #include "process.h"
 
 namespace d5::test {

@@ -21,8 +21,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/temp_dir.h"
-#include "deep500/onnx_import.h"
-#include "deep500/op_registry.h"
+#include "deep500/onnx/onnx_import.h"
+#include "deep500/op/op_registry.h"
 #include "process.h"
 
 namespace d5::test {

@@ -6,13 +6,13 @@
 #include <filesystem>
 
 #include "../support/network_compare.h"
-#include "deep500/model_zoo.h"
-#include "deep500/onnx_conformance.h"
-#include "deep500/onnx_export.h"
-#include "deep500/onnx_import.h"
-#include "deep500/onnx_io.h"
-#include "deep500/op_registry.h"
-#include "deep500/validation.h"
+#include "deep500/net/model_zoo.h"
+#include "deep500/onnx/onnx_conformance.h"
+#include "deep500/onnx/onnx_export.h"
+#include "deep500/onnx/onnx_import.h"
+#include "deep500/onnx/onnx_io.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/op/validation.h"
 
 namespace d5::reference {
 void register_all();

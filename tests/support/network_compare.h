@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "deep500/network.h"
+#include "deep500/net/network.h"
 
 namespace d5::test {
 

@@ -9,7 +9,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "deep500/onnx_io.h"
+#include "deep500/onnx/onnx_io.h"
 #include "temp_dir.h"
 
 namespace d5::test {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "deep500/results.h"
-#include "deep500/statistics.h"
+#include "deep500/metrics/results.h"
+#include "deep500/metrics/statistics.h"
 
 namespace d5::test {
 

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "deep500/backend.h"
-#include "deep500/device.h"
-#include "deep500/runtime_libraries.h"
+#include "deep500/core/backend.h"
+#include "deep500/core/device.h"
+#include "deep500/core/runtime_libraries.h"
 
 namespace d5::cuda {
 
@@ -47,7 +47,7 @@ void register_backend() {
   set_gpu_enumerator(&enumerate);
   BackendInfo b;
   b.name = "cuda";
-  b.description = "cuBLAS / cuDNN on NVIDIA GPUs";
+  b.description = "NVIDIA GPUs: device enumeration only (no operators or executor yet)";
   b.version = version_string(runtime);
   std::string reason;
   if (enumerate(&reason).empty()) {

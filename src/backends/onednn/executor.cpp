@@ -1,6 +1,6 @@
 // The oneDNN graph executor: the operator executor preferring oneDNN's operators, with the
 // reference implementation for every node oneDNN refuses (the fallback list says which and why).
-#include "deep500/operator_executor.h"
+#include "deep500/net/operator_executor.h"
 
 namespace d5::onednn {
 

@@ -21,11 +21,11 @@
 #include <fmt/format.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "deep500/error.h"
-#include "deep500/native_layout.h"
-#include "deep500/op_registry.h"
-#include "deep500/operator.h"
-#include "deep500/selective_backward.h"
+#include "deep500/core/error.h"
+#include "deep500/spi/native_layout.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/op/operator.h"
+#include "deep500/spi/selective_backward.h"
 
 namespace d5::onednn {
 

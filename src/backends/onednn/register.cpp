@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "deep500/backend.h"
-#include "deep500/runtime_libraries.h"
+#include "deep500/core/backend.h"
+#include "deep500/core/runtime_libraries.h"
 #include "onednn_common.h"
 
 namespace d5::onednn {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "deep500/error.h"
-#include "deep500/op_registry.h"
-#include "deep500/operator.h"
+#include "deep500/core/error.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/op/operator.h"
 
 namespace d5::reference {
 

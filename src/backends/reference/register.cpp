@@ -1,5 +1,5 @@
-#include "deep500/backend.h"
-#include "deep500/build_info.h"
+#include "deep500/core/backend.h"
+#include "deep500/core/build_info.h"
 #include "ref_common.h"
 
 namespace d5::reference {

@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "../../lv0/custom_op_common.h"
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 #include "torch_op.h"
 
 namespace d5::torch_backend {

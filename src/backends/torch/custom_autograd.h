@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "deep500/operator.h"
+#include "deep500/op/operator.h"
 
 namespace d5::torch_backend {
 

@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 
 #include "custom_autograd.h"
-#include "deep500/backend.h"
-#include "deep500/graph_executor.h"
-#include "deep500/runtime_libraries.h"
+#include "deep500/core/backend.h"
+#include "deep500/net/graph_executor.h"
+#include "deep500/core/runtime_libraries.h"
 #include "torch_executor.h"
 #include "torch_op.h"
 

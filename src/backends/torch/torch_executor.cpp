@@ -7,9 +7,9 @@
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include "backward_events.h"
-#include "deep500/error.h"
-#include "deep500/memory.h"
-#include "deep500/op_registry.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/memory.h"
+#include "deep500/op/op_registry.h"
 #include "custom_autograd.h"
 #include "torch_op.h"
 

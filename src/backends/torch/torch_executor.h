@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "deep500/graph_executor.h"
+#include "deep500/net/graph_executor.h"
 
 namespace d5::torch_backend {
 

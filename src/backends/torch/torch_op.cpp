@@ -7,7 +7,7 @@
 
 #include <cstring>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 namespace reference {

@@ -25,8 +25,8 @@
 #include <variant>
 #include <vector>
 
-#include "deep500/op_registry.h"
-#include "deep500/operator.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/op/operator.h"
 
 namespace d5::torch_backend {
 

@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "deep500/optimizer.h"
+#include "deep500/train/optimizer.h"
 
 namespace d5::torch_backend {
 

@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "deep500/error.h"
-#include "deep500/op_registry.h"
+#include "deep500/core/error.h"
+#include "deep500/op/op_registry.h"
 #include "zoo_builder.h"
 
 namespace d5 {

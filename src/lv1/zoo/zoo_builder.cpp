@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "deep500/error.h"
-#include "deep500/rng.h"
+#include "deep500/core/error.h"
+#include "deep500/core/rng.h"
 
 namespace d5::zoo {
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "deep500/model_zoo.h"
-#include "deep500/network.h"
+#include "deep500/net/model_zoo.h"
+#include "deep500/net/network.h"
 
 namespace d5::zoo {
 

@@ -1,4 +1,4 @@
-#include "deep500/augmentation.h"
+#include "deep500/train/augmentation.h"
 
 #include <algorithm>
 #include <cstring>
@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "deep500/dataset_formats.h"
-#include "deep500/error.h"
-#include "deep500/rng.h"
-#include "deep500/parse_number.h"
+#include "deep500/train/dataset_formats.h"
+#include "deep500/core/error.h"
+#include "deep500/core/rng.h"
+#include "deep500/core/parse_number.h"
 
 namespace d5 {
 

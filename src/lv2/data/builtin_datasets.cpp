@@ -1,7 +1,7 @@
 // The dataset formats shipped with deep500 (docs/datasets.md). The archive and image formats
 // register themselves in register_image_datasets().
-#include "deep500/dataset.h"
-#include "deep500/dataset_formats.h"
+#include "deep500/train/dataset.h"
+#include "deep500/train/dataset_formats.h"
 #include "../images/register_images.h"
 
 namespace d5 {

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "deep500/downloader.h"
-#include "deep500/error.h"
-#include "deep500/parse_number.h"
+#include "deep500/train/downloader.h"
+#include "deep500/core/error.h"
+#include "deep500/core/parse_number.h"
 
 namespace d5::data {
 

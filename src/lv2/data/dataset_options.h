@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "deep500/dataset.h"
+#include "deep500/train/dataset.h"
 
 namespace d5::data {
 

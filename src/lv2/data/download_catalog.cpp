@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "deep500/downloader.h"
-#include "deep500/error.h"
+#include "deep500/train/downloader.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

@@ -19,8 +19,8 @@
 #include <fmt/ranges.h>
 
 #include "core/digest.h"
-#include "deep500/downloader.h"
-#include "deep500/error.h"
+#include "deep500/train/downloader.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

@@ -4,8 +4,8 @@
 
 #include <fstream>
 
-#include "deep500/dataset_formats.h"
-#include "deep500/error.h"
+#include "deep500/train/dataset_formats.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

@@ -2,8 +2,8 @@
 // used, so a corrupt file is reported with its byte offset instead of yielding garbage samples.
 #include <fmt/format.h>
 
-#include "deep500/dataset_formats.h"
-#include "deep500/error.h"
+#include "deep500/train/dataset_formats.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

@@ -13,8 +13,8 @@
 #include <fmt/ranges.h>
 
 #include "dataset_options.h"
-#include "deep500/dataset_formats.h"
-#include "deep500/error.h"
+#include "deep500/train/dataset_formats.h"
+#include "deep500/core/error.h"
 #include "sample_batch.h"
 
 namespace d5 {

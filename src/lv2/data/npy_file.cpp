@@ -7,10 +7,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "deep500/atomic_file.h"
-#include "deep500/dataset_formats.h"
-#include "deep500/error.h"
-#include "deep500/parse_number.h"
+#include "deep500/metrics/atomic_file.h"
+#include "deep500/train/dataset_formats.h"
+#include "deep500/core/error.h"
+#include "deep500/core/parse_number.h"
 
 namespace d5 {
 

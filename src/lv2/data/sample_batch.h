@@ -3,7 +3,7 @@
 // "labels" i64 [n], uninitialized.
 #include <vector>
 
-#include "deep500/dataset.h"
+#include "deep500/train/dataset.h"
 
 namespace d5::data {
 

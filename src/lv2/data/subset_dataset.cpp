@@ -1,8 +1,8 @@
 #include <fmt/format.h>
 
-#include "deep500/dataset_subset.h"
-#include "deep500/error.h"
-#include "deep500/parse_number.h"
+#include "deep500/train/dataset_subset.h"
+#include "deep500/core/error.h"
+#include "deep500/core/parse_number.h"
 
 namespace d5 {
 

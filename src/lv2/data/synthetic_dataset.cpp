@@ -9,10 +9,10 @@
 #include <fmt/format.h>
 
 #include "dataset_options.h"
-#include "deep500/dataset_formats.h"
-#include "deep500/error.h"
-#include "deep500/rng.h"
-#include "deep500/parse_number.h"
+#include "deep500/train/dataset_formats.h"
+#include "deep500/core/error.h"
+#include "deep500/core/rng.h"
+#include "deep500/core/parse_number.h"
 #include "sample_batch.h"
 
 namespace d5 {

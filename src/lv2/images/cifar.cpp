@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "deep500/error.h"
-#include "deep500/tar_archive.h"
+#include "deep500/core/error.h"
+#include "lv2/images/tar_archive.h"
 #include "image_common.h"
 #include "register_images.h"
 

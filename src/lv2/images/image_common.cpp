@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5::images {
 

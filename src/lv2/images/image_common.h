@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "deep500/dataset.h"
-#include "deep500/jpeg.h"
+#include "deep500/train/dataset.h"
+#include "lv2/images/jpeg.h"
 #include "../data/dataset_options.h"
 
 namespace d5::images {

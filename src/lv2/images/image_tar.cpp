@@ -13,10 +13,10 @@
 
 #include <zlib.h>
 
-#include "deep500/atomic_file.h"
-#include "deep500/error.h"
-#include "deep500/image_datasets.h"
-#include "deep500/tar_archive.h"
+#include "deep500/metrics/atomic_file.h"
+#include "deep500/core/error.h"
+#include "deep500/train/image_datasets.h"
+#include "lv2/images/tar_archive.h"
 #include "image_common.h"
 #include "register_images.h"
 

@@ -1,12 +1,12 @@
 // TurboJPEG 2.x API (tjDecompress2 / tjCompress2: Debian's libturbojpeg0-dev ships 2.1, which has
 // no tj3* functions). Handles are per thread: a tjhandle must not be shared between threads.
-#include "deep500/jpeg.h"
+#include "lv2/images/jpeg.h"
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 #ifdef D5_HAVE_TURBOJPEG
 #include <turbojpeg.h>

@@ -1,14 +1,15 @@
 // Tar reading and writing over zlib's gz* functions: they read plain files transparently, so one
 // code path serves .tar and .tar.gz (a forward gzseek on a plain file is an lseek).
-#include "deep500/tar_archive.h"
+#include "lv2/images/tar_archive.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include <zlib.h>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 
@@ -143,31 +144,68 @@ void TarReader::skip(uint64_t n, const char* what) {
   }
 }
 
+namespace {
+
+// What GNU long-name and pax records say about the member whose header follows them.
+struct PendingOverrides {
+  std::optional<std::string> path;
+  std::optional<uint64_t> size;
+  bool any() const { return path || size; }
+};
+
+// Records are "<length> <key>=<value>\n"; the length counts the whole record. Returns false on a
+// malformed record.
+bool parse_pax_records(const std::string& data, PendingOverrides& o) {
+  size_t p = 0;
+  while (p < data.size()) {
+    const size_t sp = data.find(' ', p);
+    uint64_t len = 0;
+    bool ok = sp != std::string::npos && sp > p;
+    for (size_t i = p; ok && i < sp; ++i) {
+      ok = data[i] >= '0' && data[i] <= '9';
+      len = len * 10 + static_cast<uint64_t>(data[i] - '0');
+    }
+    ok = ok && len > sp - p + 1 && p + len <= data.size() && data[p + len - 1] == '\n';
+    const size_t eq = ok ? data.find('=', sp) : std::string::npos;
+    if (!ok || eq == std::string::npos || eq >= p + len) return false;
+    const std::string key = data.substr(sp + 1, eq - sp - 1);
+    const std::string value = data.substr(eq + 1, p + len - 1 - (eq + 1));
+    if (key == "path") o.path = value;
+    if (key == "size") o.size = std::strtoull(value.c_str(), nullptr, 10);
+    p += len;
+  }
+  return true;
+}
+
+}  // namespace
+
+void TarReader::read_header(uint8_t* h, uint64_t& header_offset) {
+  header_offset = pos_;
+  const int first = pos_ < limit_ ? gzread(src_->gz, h, 1) : 0;
+  if (first <= 0) {
+    int code = Z_OK;
+    const char* msg = first < 0 || src_->gzip ? gzerror(src_->gz, &code) : nullptr;
+    D5_THROW(FormatError,
+             "tar archive '{}' ends at offset {} without its end-of-archive marker (truncated download or copy?){}",
+             path_, pos_, code != Z_OK && msg ? fmt::format(" ({})", msg) : std::string());
+  }
+  pos_ += 1;
+  read_exact(h + 1, kBlock - 1, "header");
+}
+
 bool TarReader::next(TarMember& m) {
   if (ended_) return false;
   if (pending_data_ > 0) {
     skip(pending_data_, "member data");
     pending_data_ = 0;
   }
-  std::string long_name;
-  bool have_long_name = false;
-  uint64_t pax_size = 0;
-  bool have_pax_size = false;
+  PendingOverrides overrides;
   uint8_t h[kBlock];
   for (;;) {
-    const uint64_t header_offset = pos_;
-    const int first = pos_ < limit_ ? gzread(src_->gz, h, 1) : 0;
-    if (first <= 0) {
-      int code = Z_OK;
-      const char* msg = first < 0 || src_->gzip ? gzerror(src_->gz, &code) : nullptr;
-      D5_THROW(FormatError,
-               "tar archive '{}' ends at offset {} without its end-of-archive marker (truncated download or copy?){}",
-               path_, pos_, code != Z_OK && msg ? fmt::format(" ({})", msg) : std::string());
-    }
-    pos_ += 1;
-    read_exact(h + 1, kBlock - 1, "header");
+    uint64_t header_offset = 0;
+    read_header(h, header_offset);
     if (all_zero(h)) {
-      if (have_long_name || have_pax_size) {
+      if (overrides.any()) {
         D5_THROW(FormatError, "tar archive '{}': end-of-archive marker at offset {} follows a long-name record",
                  path_, header_offset);
       }
@@ -192,36 +230,10 @@ bool TarReader::next(TarMember& m) {
       read_exact(data.data(), size, type == 'L' ? "GNU long name" : "pax header");
       skip(padded(size) - size, "padding");
       if (type == 'L') {
-        long_name = field_string(reinterpret_cast<const uint8_t*>(data.data()), data.size());
-        have_long_name = true;
-        continue;
-      }
-      // Records are "<length> <key>=<value>\n"; the length counts the whole record.
-      size_t p = 0;
-      while (p < data.size()) {
-        const size_t sp = data.find(' ', p);
-        uint64_t len = 0;
-        bool ok = sp != std::string::npos && sp > p;
-        for (size_t i = p; ok && i < sp; ++i) {
-          ok = data[i] >= '0' && data[i] <= '9';
-          len = len * 10 + static_cast<uint64_t>(data[i] - '0');
-        }
-        ok = ok && len > sp - p + 1 && p + len <= data.size() && data[p + len - 1] == '\n';
-        const size_t eq = ok ? data.find('=', sp) : std::string::npos;
-        if (!ok || eq == std::string::npos || eq >= p + len) {
-          D5_THROW(FormatError, "tar archive '{}': malformed pax record in the header at offset {}", path_,
-                   header_offset);
-        }
-        const std::string key = data.substr(sp + 1, eq - sp - 1);
-        const std::string value = data.substr(eq + 1, p + len - 1 - (eq + 1));
-        if (key == "path") {
-          long_name = value;
-          have_long_name = true;
-        } else if (key == "size") {
-          pax_size = std::strtoull(value.c_str(), nullptr, 10);
-          have_pax_size = true;
-        }
-        p += len;
+        overrides.path = field_string(reinterpret_cast<const uint8_t*>(data.data()), data.size());
+      } else if (!parse_pax_records(data, overrides)) {
+        D5_THROW(FormatError, "tar archive '{}': malformed pax record in the header at offset {}", path_,
+                 header_offset);
       }
       continue;
     }
@@ -230,8 +242,8 @@ bool TarReader::next(TarMember& m) {
       continue;
     }
     m = TarMember{};
-    if (have_long_name) {
-      m.path = long_name;
+    if (overrides.path) {
+      m.path = *overrides.path;
     } else {
       m.path = field_string(h, 100);
       const bool posix = std::memcmp(h + 257, "ustar\0", 6) == 0;
@@ -241,7 +253,7 @@ bool TarReader::next(TarMember& m) {
     m.type = type;
     m.header_offset = header_offset;
     m.data_offset = pos_;
-    m.size = have_pax_size ? pax_size : size;
+    m.size = overrides.size.value_or(size);
     m.mtime = static_cast<int64_t>(mtime);
     // Directories, links and devices carry no data even if a size is set (hard links in some tars).
     const bool has_data = m.regular_file() || type == 'S' || (type >= 'A' && type <= 'Z');

@@ -1,5 +1,5 @@
-// TFRecord framing, CRC-32C, and the tf.Example wire format (see include/deep500/tfrecord.h).
-#include "deep500/tfrecord.h"
+// TFRecord framing, CRC-32C, and the tf.Example wire format (see include/lv2/images/tfrecord.h).
+#include "lv2/images/tfrecord.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

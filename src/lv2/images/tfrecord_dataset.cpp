@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <regex>
 
-#include "deep500/error.h"
-#include "deep500/tfrecord.h"
+#include "deep500/core/error.h"
+#include "lv2/images/tfrecord.h"
 #include "image_common.h"
 #include "register_images.h"
 

@@ -2,7 +2,7 @@
 // replaces with working factories when it is built.
 #include <fmt/format.h>
 
-#include "deep500/optimizers.h"
+#include "deep500/train/optimizers.h"
 #include "optim_internal.h"
 
 namespace d5 {

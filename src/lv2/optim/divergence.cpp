@@ -1,11 +1,11 @@
-#include "deep500/divergence.h"
+#include "deep500/train/divergence.h"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
-#include "deep500/rng.h"
+#include "deep500/core/error.h"
+#include "deep500/core/rng.h"
 
 namespace d5 {
 

@@ -181,101 +181,26 @@ class Lbfgs final : public Optimizer {
   std::string name() const override { return "lbfgs"; }
 
   TensorMap step(GraphExecutor& executor, const TensorMap& feeds, const std::string& loss_name) override {
-    Network& net = executor.network();
     const double lr = current_learning_rate();
     const int64_t max_iter = static_cast<int64_t>(hyper_.at("max_iter"));
     const int64_t max_eval =
         hyper_.at("max_eval") < 0 ? max_iter * 5 / 4 : static_cast<int64_t>(hyper_.at("max_eval"));
     const double tol_grad = hyper_.at("tolerance_grad"), tol_change = hyper_.at("tolerance_change");
-    const size_t history = static_cast<size_t>(hyper_.at("history_size"));
     const bool line_search = hyper_.at("line_search") != 0;
-    const auto params = net.gradient();
-
-    TensorMap outputs;
-    auto evaluate = [&](Vec& flat_grad) {
-      TensorMap out = executor.inference_and_backprop(feeds, loss_name);
-      run_gradient_hook(net);
-      auto it = out.find(loss_name);
-      D5_CHECK_ARG(it != out.end() && it->second.numel() == 1, "lbfgs: the executor returned no scalar loss '{}'",
-                   loss_name);
-      const double loss = it->second.get(0);
-      flat_grad.clear();
-      for (const auto& [p, g] : params) {
-        const Tensor value = net.fetch_tensor(p);
-        if (!net.has_value(g)) {
-          flat_grad.resize(flat_grad.size() + static_cast<size_t>(value.numel()), 0.f);
-          continue;
-        }
-        const Tensor grad = net.fetch_tensor(g);
-        check_f32(name(), p, grad, value);
-        const auto s = grad.span<float>();
-        flat_grad.insert(flat_grad.end(), s.begin(), s.end());
-      }
-      if (outputs.empty()) outputs = std::move(out);
-      return loss;
-    };
-    auto add_to_params = [&](double t, const Vec& d) {
-      const float a = static_cast<float>(t);
-      size_t off = 0;
-      for (const auto& [p, g] : params) {
-        Tensor value = net.fetch_tensor(p);
-        axpy_kernel(value.numel(), value.data_as<float>(), d.data() + off, a);
-        off += static_cast<size_t>(value.numel());
-      }
-    };
+    Evaluation e{executor, feeds, loss_name, executor.network(), executor.network().gradient(), {}};
 
     Vec flat_grad;
-    double loss = evaluate(flat_grad);
+    double loss = evaluate(e, flat_grad);
     int64_t current_evals = 1;
     func_evals_ += 1;
     bool opt_cond = abs_max(flat_grad) <= tol_grad;
     if (opt_cond) {
       count_step();
-      return outputs;
+      return e.outputs;
     }
     for (int64_t n_iter = 1; n_iter <= max_iter; ++n_iter) {
       n_iter_ += 1;
-      if (n_iter_ == 1) {
-        d_ = flat_grad;
-        for (float& v : d_) v = -v;
-        h_diag_ = 1;
-        old_dirs_.clear();
-        old_stps_.clear();
-        ro_.clear();
-      } else {
-        Vec y(flat_grad.size()), s(flat_grad.size());
-        const float tf = static_cast<float>(t_);
-        for (size_t i = 0; i < y.size(); ++i) {
-          y[i] = flat_grad[i] - prev_flat_grad_[i];
-          s[i] = d_[i] * tf;
-        }
-        const float ys = static_cast<float>(dot(y, s));
-        if (ys > 1e-10) {
-          if (old_dirs_.size() == history) {
-            old_dirs_.pop_front();
-            old_stps_.pop_front();
-            ro_.pop_front();
-          }
-          h_diag_ = ys / static_cast<float>(dot(y, y));
-          old_dirs_.push_back(std::move(y));
-          old_stps_.push_back(std::move(s));
-          ro_.push_back(1.f / ys);
-        }
-        const size_t num_old = old_dirs_.size();
-        std::vector<float> al(num_old);
-        Vec q = flat_grad;
-        for (float& v : q) v = -v;
-        for (size_t k = num_old; k-- > 0;) {
-          al[k] = static_cast<float>(dot(old_stps_[k], q)) * ro_[k];
-          axpy(q, old_dirs_[k], -static_cast<double>(al[k]));
-        }
-        for (float& v : q) v = v * h_diag_;
-        for (size_t k = 0; k < num_old; ++k) {
-          const float be = static_cast<float>(dot(old_dirs_[k], q)) * ro_[k];
-          axpy(q, old_stps_[k], static_cast<double>(al[k] - be));
-        }
-        d_ = std::move(q);
-      }
+      update_direction(flat_grad);
       prev_flat_grad_ = flat_grad;
       prev_loss_ = loss;
       t_ = n_iter_ == 1 ? std::min(1., 1. / abs_sum(flat_grad)) * lr : lr;
@@ -283,33 +208,15 @@ class Lbfgs final : public Optimizer {
       if (gtd > -tol_change) break;
       int64_t ls_evals = 0;
       if (line_search) {
-        // Evaluations along d start from the current parameters, which are put back after each.
-        Vec x0;
-        for (const auto& [p, g] : params) {
-          const Tensor value = net.fetch_tensor(p);
-          const auto v = value.span<float>();
-          x0.insert(x0.end(), v.begin(), v.end());
-        }
-        const auto phi = [&](double t, Vec& g_out) {
-          add_to_params(t, d_);
-          const double f = evaluate(g_out);
-          size_t off = 0;
-          for (const auto& [p, g] : params) {
-            Tensor value = net.fetch_tensor(p);
-            std::copy_n(x0.data() + off, value.numel(), value.data_as<float>());
-            off += static_cast<size_t>(value.numel());
-          }
-          return f;
-        };
-        LineSearchResult ls = strong_wolfe(phi, t_, d_, loss, flat_grad, gtd, tol_change);
+        LineSearchResult ls = search_line(e, loss, flat_grad, gtd, tol_change);
         loss = ls.f;
         t_ = ls.t;
         flat_grad = std::move(ls.g);
         ls_evals = ls.evals;
-        add_to_params(t_, d_);
+        add_to_params(e, t_, d_);
         opt_cond = abs_max(flat_grad) <= tol_grad;
-      } else if (add_to_params(t_, d_); n_iter != max_iter) {
-        loss = evaluate(flat_grad);
+      } else if (add_to_params(e, t_, d_); n_iter != max_iter) {
+        loss = evaluate(e, flat_grad);
         opt_cond = abs_max(flat_grad) <= tol_grad;
         ls_evals = 1;
       }
@@ -322,7 +229,7 @@ class Lbfgs final : public Optimizer {
       if (std::abs(loss - prev_loss_) < tol_change) break;
     }
     count_step();
-    return outputs;
+    return e.outputs;
   }
 
   OptimizerState state() const override {
@@ -361,6 +268,118 @@ class Lbfgs final : public Optimizer {
   }
 
  private:
+  // What one step evaluates: the loss and the flattened gradient at the current parameters.
+  struct Evaluation {
+    GraphExecutor& executor;
+    const TensorMap& feeds;
+    const std::string& loss_name;
+    Network& net;
+    std::vector<std::pair<std::string, std::string>> params;  // (parameter, its gradient)
+    TensorMap outputs;  // of the first evaluation: what step() returns
+  };
+
+  double evaluate(Evaluation& e, Vec& flat_grad) {
+    TensorMap out = e.executor.inference_and_backprop(e.feeds, e.loss_name);
+    run_gradient_hook(e.net);
+    auto it = out.find(e.loss_name);
+    D5_CHECK_ARG(it != out.end() && it->second.numel() == 1, "lbfgs: the executor returned no scalar loss '{}'",
+                 e.loss_name);
+    const double loss = it->second.get(0);
+    flat_grad.clear();
+    for (const auto& [p, g] : e.params) {
+      const Tensor value = e.net.fetch_tensor(p);
+      if (!e.net.has_value(g)) {
+        flat_grad.resize(flat_grad.size() + static_cast<size_t>(value.numel()), 0.f);
+        continue;
+      }
+      const Tensor grad = e.net.fetch_tensor(g);
+      check_f32(name(), p, grad, value);
+      const auto s = grad.span<float>();
+      flat_grad.insert(flat_grad.end(), s.begin(), s.end());
+    }
+    if (e.outputs.empty()) e.outputs = std::move(out);
+    return loss;
+  }
+
+  void add_to_params(Evaluation& e, double t, const Vec& d) {
+    const float a = static_cast<float>(t);
+    size_t off = 0;
+    for (const auto& [p, g] : e.params) {
+      Tensor value = e.net.fetch_tensor(p);
+      axpy_kernel(value.numel(), value.data_as<float>(), d.data() + off, a);
+      off += static_cast<size_t>(value.numel());
+    }
+  }
+
+  // The new direction d_: steepest descent on the first iteration, else the curvature pair
+  // joins the history and the two-loop recursion applies the inverse Hessian estimate.
+  void update_direction(const Vec& flat_grad) {
+    if (n_iter_ == 1) {
+      d_ = flat_grad;
+      for (float& v : d_) v = -v;
+      h_diag_ = 1;
+      old_dirs_.clear();
+      old_stps_.clear();
+      ro_.clear();
+      return;
+    }
+    Vec y(flat_grad.size()), s(flat_grad.size());
+    const float tf = static_cast<float>(t_);
+    for (size_t i = 0; i < y.size(); ++i) {
+      y[i] = flat_grad[i] - prev_flat_grad_[i];
+      s[i] = d_[i] * tf;
+    }
+    const float ys = static_cast<float>(dot(y, s));
+    if (ys > 1e-10) {
+      if (old_dirs_.size() == static_cast<size_t>(hyper_.at("history_size"))) {
+        old_dirs_.pop_front();
+        old_stps_.pop_front();
+        ro_.pop_front();
+      }
+      h_diag_ = ys / static_cast<float>(dot(y, y));
+      old_dirs_.push_back(std::move(y));
+      old_stps_.push_back(std::move(s));
+      ro_.push_back(1.f / ys);
+    }
+    const size_t num_old = old_dirs_.size();
+    std::vector<float> al(num_old);
+    Vec q = flat_grad;
+    for (float& v : q) v = -v;
+    for (size_t k = num_old; k-- > 0;) {
+      al[k] = static_cast<float>(dot(old_stps_[k], q)) * ro_[k];
+      axpy(q, old_dirs_[k], -static_cast<double>(al[k]));
+    }
+    for (float& v : q) v = v * h_diag_;
+    for (size_t k = 0; k < num_old; ++k) {
+      const float be = static_cast<float>(dot(old_dirs_[k], q)) * ro_[k];
+      axpy(q, old_stps_[k], static_cast<double>(al[k] - be));
+    }
+    d_ = std::move(q);
+  }
+
+  // Strong Wolfe along d_. Evaluations start from the current parameters, which are put back
+  // after each.
+  LineSearchResult search_line(Evaluation& e, double loss, const Vec& flat_grad, double gtd, double tol_change) {
+    Vec x0;
+    for (const auto& [p, g] : e.params) {
+      const Tensor value = e.net.fetch_tensor(p);
+      const auto v = value.span<float>();
+      x0.insert(x0.end(), v.begin(), v.end());
+    }
+    const auto phi = [&](double t, Vec& g_out) {
+      add_to_params(e, t, d_);
+      const double f = evaluate(e, g_out);
+      size_t off = 0;
+      for (const auto& [p, g] : e.params) {
+        Tensor value = e.net.fetch_tensor(p);
+        std::copy_n(x0.data() + off, value.numel(), value.data_as<float>());
+        off += static_cast<size_t>(value.numel());
+      }
+      return f;
+    };
+    return strong_wolfe(phi, t_, d_, loss, flat_grad, gtd, tol_change);
+  }
+
   int64_t n_iter_ = 0, func_evals_ = 0;
   double t_ = 0, prev_loss_ = 0;
   float h_diag_ = 1;

@@ -1,4 +1,4 @@
-#include "deep500/lr_schedule.h"
+#include "deep500/train/lr_schedule.h"
 
 #include <cmath>
 #include <numbers>
@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
-#include "deep500/parse_number.h"
+#include "deep500/core/error.h"
+#include "deep500/core/parse_number.h"
 
 namespace d5 {
 

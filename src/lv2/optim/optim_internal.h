@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "deep500/error.h"
-#include "deep500/optimizer.h"
+#include "deep500/core/error.h"
+#include "deep500/train/optimizer.h"
 
 namespace d5::optim {
 

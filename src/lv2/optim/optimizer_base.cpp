@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "deep500/optimizer.h"
+#include "deep500/train/optimizer.h"
 #include "optim_internal.h"
 
 namespace d5 {

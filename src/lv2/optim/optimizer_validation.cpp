@@ -1,8 +1,8 @@
-#include "deep500/optimizer_validation.h"
+#include "deep500/train/optimizer_validation.h"
 
 #include <cmath>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

@@ -1,5 +1,5 @@
-// Checkpoint file format (include/deep500/checkpoint.h, docs/checkpoints.md).
-#include "deep500/checkpoint.h"
+// Checkpoint file format (include/deep500/train/checkpoint.h, docs/checkpoints.md).
+#include "deep500/train/checkpoint.h"
 
 #include <zlib.h>
 
@@ -13,7 +13,7 @@
 #include <set>
 #include <vector>
 
-#include "deep500/atomic_file.h"
+#include "deep500/metrics/atomic_file.h"
 
 namespace d5 {
 

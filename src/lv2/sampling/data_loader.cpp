@@ -1,9 +1,9 @@
 // The data loader: sampler -> fetch -> transforms, with background prefetch
-// (include/deep500/data_loader.h, docs/data-loader.md).
-#include "deep500/data_loader.h"
+// (include/deep500/train/data_loader.h, docs/data-loader.md).
+#include "deep500/train/data_loader.h"
 
-#include "deep500/error.h"
-#include "deep500/timer.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/timer.h"
 
 namespace d5 {
 

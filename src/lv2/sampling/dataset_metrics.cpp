@@ -1,12 +1,12 @@
 // DatasetBias, DatasetLatency and the chi-square machinery behind them
-// (include/deep500/dataset_metrics.h, docs/dataset-metrics.md).
-#include "deep500/dataset_metrics.h"
+// (include/deep500/train/dataset_metrics.h, docs/dataset-metrics.md).
+#include "deep500/train/dataset_metrics.h"
 
 #include <cmath>
 #include <limits>
 
-#include "deep500/error.h"
-#include "deep500/timer.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/timer.h"
 
 namespace d5 {
 

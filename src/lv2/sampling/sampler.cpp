@@ -1,7 +1,7 @@
-// Sampler base: epoch plans, hand-out position, events, restore (include/deep500/sampler.h).
-#include "deep500/sampler.h"
+// Sampler base: epoch plans, hand-out position, events, restore (include/deep500/train/sampler.h).
+#include "deep500/train/sampler.h"
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

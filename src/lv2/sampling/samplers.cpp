@@ -1,5 +1,5 @@
-// The shipped samplers (include/deep500/samplers.h, docs/samplers.md).
-#include "deep500/samplers.h"
+// The shipped samplers (include/deep500/train/samplers.h, docs/samplers.md).
+#include "deep500/train/samplers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,8 +10,8 @@
 
 #include <fmt/ranges.h>
 
-#include "deep500/error.h"
-#include "deep500/rng.h"
+#include "deep500/core/error.h"
+#include "deep500/core/rng.h"
 
 namespace d5 {
 

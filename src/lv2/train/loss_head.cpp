@@ -1,10 +1,10 @@
-#include "deep500/loss_head.h"
+#include "deep500/train/loss_head.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

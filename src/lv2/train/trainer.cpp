@@ -1,5 +1,5 @@
 // The training loop: batches from the sampler, steps through the optimizer, test passes, limits.
-#include "deep500/trainer.h"
+#include "deep500/train/trainer.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "deep500/error.h"
-#include "deep500/training_metrics.h"
+#include "deep500/core/error.h"
+#include "deep500/train/training_metrics.h"
 
 namespace d5 {
 
@@ -20,6 +20,18 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 }  // namespace
+
+const char* to_string(StopReason r) {
+  switch (r) {
+    case StopReason::epochs: return "epochs";
+    case StopReason::steps: return "steps";
+    case StopReason::target: return "target";
+    case StopReason::time_limit: return "time_limit";
+    case StopReason::event: return "event";
+    case StopReason::none: break;
+  }
+  return "";
+}
 
 Trainer::Trainer(GraphExecutor& executor, const Dataset& train_set, const Dataset* test_set, Optimizer& optimizer,
                  Sampler& sampler, TrainingOptions options)
@@ -175,142 +187,164 @@ bool Trainer::run_test(TrainingResult& result) {
   return fire([&](TrainingEvent& e) { return e.after_test(progress_, acc); });
 }
 
+// What one train() call keeps between its steps and epochs.
+struct Trainer::Run {
+  TrainingResult result;
+  Clock::time_point wall0 = Clock::now();
+  double time_before = 0;  // training time of a resumed checkpoint
+  TrainingAccuracy train_acc;
+  int64_t last_tested_step = -1;
+  bool target_shared = false;  // every rank has agreed that the target was reached
+  StopReason stop = StopReason::none;
+  void stop_for(StopReason r) {
+    if (stop == StopReason::none) stop = r;
+  }
+};
+
+bool Trainer::agreed(bool mine) const { return options_.agree ? options_.agree(mine) : mine; }
+
+void Trainer::update_wall(const Run& run) { progress_.wall_time_s = seconds_since(run.wall0); }
+
+// Every rank tests at the same steps, so every rank asks here.
+bool Trainer::target_agreed(Run& run) {
+  if (options_.target_accuracy <= 0) return false;
+  run.target_shared = run.target_shared || agreed(run.result.reached_target);
+  return run.target_shared;
+}
+
+bool Trainer::test_now(Run& run) {
+  update_wall(run);
+  const bool go_on = run_test(run.result);
+  run.last_tested_step = progress_.step;
+  if (run.result.reached_target && run.result.wall_time_to_accuracy_s == 0)
+    run.result.wall_time_to_accuracy_s = seconds_since(run.wall0);
+  return go_on;
+}
+
 TrainingResult Trainer::train() {
   D5_CHECK_ARG(!trained_, "a Trainer trains once; make a new one (and resume() from a checkpoint) to go on");
   trained_ = true;
   const TrainingOptions& o = options_;
-  TrainingResult result;
-  const auto wall0 = Clock::now();
-  const double time_before = progress_.training_time_s;  // from a resumed checkpoint
-  TrainingAccuracy train_acc;
-  int64_t last_tested_step = -1;
-
-  auto update_wall = [&] { progress_.wall_time_s = seconds_since(wall0); };
-  auto agreed = [&](bool mine) { return o.agree ? o.agree(mine) : mine; };
-  // Every rank tests at the same steps, so every rank asks here.
-  bool target_shared = false;
-  auto target_agreed = [&] {
-    if (o.target_accuracy <= 0) return false;
-    target_shared = target_shared || agreed(result.reached_target);
-    return target_shared;
-  };
-  auto test_now = [&]() -> bool {
-    update_wall();
-    const bool go_on = run_test(result);
-    last_tested_step = progress_.step;
-    if (result.reached_target && result.wall_time_to_accuracy_s == 0) {
-      result.wall_time_to_accuracy_s = seconds_since(wall0);
-    }
-    return go_on;
-  };
-
-  std::string stop;
-  if (!fire([&](TrainingEvent& e) { return e.before_training(progress_); })) stop = "event";
-  while (stop.empty()) {
+  Run run;
+  run.time_before = progress_.training_time_s;
+  if (!fire([&](TrainingEvent& e) { return e.before_training(progress_); })) run.stop_for(StopReason::event);
+  while (run.stop == StopReason::none) {
     progress_.epoch = position().epoch;
     optimizer_.set_epoch(progress_.epoch);
     if (o.epochs > 0 && progress_.epoch >= o.epochs) {
-      stop = "epochs";
+      run.stop_for(StopReason::epochs);
+    } else if (o.max_steps > 0 && progress_.step >= o.max_steps) {
+      run.stop_for(StopReason::steps);
+    } else if (position().batch == 0 && !fire([&](TrainingEvent& e) { return e.before_epoch(progress_); })) {
+      // (A run resumed in the middle of an epoch has already begun it.)
+      run.stop_for(StopReason::event);
+    } else if (run_epoch(run)) {
+      end_epoch(run);
+    } else {
       break;
     }
-    if (o.max_steps > 0 && progress_.step >= o.max_steps) {
-      stop = "steps";
-      break;
-    }
-    // A run resumed in the middle of an epoch has already begun it.
-    if (position().batch == 0 && !fire([&](TrainingEvent& e) { return e.before_epoch(progress_); })) {
-      stop = "event";
-      break;
-    }
-    bool epoch_done = false;
-    while (stop.empty()) {
-      if (o.max_steps > 0 && progress_.step >= o.max_steps) {
-        // The last step ended an epoch: finish it (its events and test pass) before stopping.
-        if (position().batch >= batches_per_epoch()) {
-          epoch_done = true;
-        } else {
-          stop = "steps";
-        }
-        break;
-      }
-      if (o.time_limit_s > 0 && agreed(progress_.training_time_s - time_before >= o.time_limit_s)) {
-        stop = "time_limit";
-        break;
-      }
-      const auto t0 = Clock::now();
-      const std::optional<Batch> batch = next_batch();
-      if (!batch) {
-        epoch_done = true;
-        break;
-      }
-      const TensorMap feeds = feeds_of(*batch);
-      const double data_time = seconds_since(t0);
-      double step_time = data_time;
-      // Events run outside the timed parts.
-      if (!fire([&](TrainingEvent& e) { return e.before_batch(progress_, *batch); })) stop = "event";
-      const auto t1 = Clock::now();
-      step_metrics_.begin();
-      const TensorMap outputs = optimizer_.step(executor_, feeds, o.loss);
-      step_metrics_.end();
-      step_time += seconds_since(t1);
-
-      result.step_times_s.push_back(step_time);
-      result.data_times_s.push_back(data_time);
-      progress_.training_time_s += step_time;
-      ++progress_.step;
-      progress_.samples += batch_;
-      ++result.steps;
-      result.samples += batch_;
-      auto loss = outputs.find(o.loss);
-      D5_CHECK(loss != outputs.end(), Internal, "the training step returned no '{}'", o.loss);
-      progress_.last_loss = loss->second.get(0);
-      result.loss.push_back({progress_.step, progress_.epoch, progress_.training_time_s, progress_.last_loss});
-      if (o.train_accuracy_every > 0 && progress_.step % o.train_accuracy_every == 0) {
-        auto logits = outputs.find(o.logits);
-        D5_CHECK(logits != outputs.end(), Internal, "the training step returned no '{}'", o.logits);
-        train_acc.begin();
-        train_acc.observe(logits->second, feeds.at(o.labels));
-        train_acc.end();
-        result.train_accuracy.push_back(
-            {progress_.step, progress_.epoch, progress_.training_time_s, train_acc.samples().back()});
-      }
-      update_wall();
-      if (!fire([&](TrainingEvent& e) { return e.after_batch(progress_, outputs); }) && stop.empty()) {
-        stop = "event";
-      }
-      if (o.checkpoint_every > 0 && progress_.step % o.checkpoint_every == 0) save_checkpoint(o.checkpoint_path);
-      if (test_set_ && o.test_every_steps > 0 && progress_.step % o.test_every_steps == 0) {
-        if (!test_now() && stop.empty()) stop = "event";
-        if (target_agreed() && stop.empty()) stop = "target";
-      }
-    }
-    if (!epoch_done) break;
-    ++epochs_completed_;
-    update_wall();
-    bool go_on = fire([&](TrainingEvent& e) { return e.after_epoch(progress_); });
-    bool tested = false;
-    if (test_set_ && o.test_every_epochs > 0 && (progress_.epoch + 1) % o.test_every_epochs == 0 &&
-        last_tested_step != progress_.step) {
-      go_on = test_now() && go_on;
-      tested = true;
-    }
-    begin_next_epoch();
-    if (!go_on && stop.empty()) stop = "event";
-    // Without a test pass here nothing changed since the last agreement.
-    if ((tested ? target_agreed() : target_shared) && stop.empty()) stop = "target";
   }
-  if (test_set_ && o.final_test && last_tested_step != progress_.step && stop != "event") test_now();
+  return finish(run);
+}
+
+bool Trainer::run_epoch(Run& run) {
+  const TrainingOptions& o = options_;
+  while (run.stop == StopReason::none) {
+    if (o.max_steps > 0 && progress_.step >= o.max_steps) {
+      // The last step ended an epoch: finish it (its events and test pass) before stopping.
+      if (position().batch >= batches_per_epoch()) return true;
+      run.stop_for(StopReason::steps);
+      return false;
+    }
+    if (o.time_limit_s > 0 && agreed(progress_.training_time_s - run.time_before >= o.time_limit_s)) {
+      run.stop_for(StopReason::time_limit);
+      return false;
+    }
+    const auto t0 = Clock::now();
+    const std::optional<Batch> batch = next_batch();
+    if (!batch) return true;
+    take_step(run, *batch, t0);
+  }
+  return false;
+}
+
+void Trainer::take_step(Run& run, const Batch& batch, std::chrono::steady_clock::time_point fetch_start) {
+  const TrainingOptions& o = options_;
+  TrainingResult& result = run.result;
+  const TensorMap feeds = feeds_of(batch);
+  const double data_time = seconds_since(fetch_start);
+  double step_time = data_time;
+  // Events run outside the timed parts.
+  if (!fire([&](TrainingEvent& e) { return e.before_batch(progress_, batch); })) run.stop_for(StopReason::event);
+  const auto t1 = Clock::now();
+  step_metrics_.begin();
+  const TensorMap outputs = optimizer_.step(executor_, feeds, o.loss);
+  step_metrics_.end();
+  step_time += seconds_since(t1);
+
+  result.step_times_s.push_back(step_time);
+  result.data_times_s.push_back(data_time);
+  progress_.training_time_s += step_time;
+  ++progress_.step;
+  progress_.samples += batch_;
+  ++result.steps;
+  result.samples += batch_;
+  auto loss = outputs.find(o.loss);
+  D5_CHECK(loss != outputs.end(), Internal, "the training step returned no '{}'", o.loss);
+  progress_.last_loss = loss->second.get(0);
+  result.loss.push_back({progress_.step, progress_.epoch, progress_.training_time_s, progress_.last_loss});
+  if (o.train_accuracy_every > 0 && progress_.step % o.train_accuracy_every == 0) {
+    auto logits = outputs.find(o.logits);
+    D5_CHECK(logits != outputs.end(), Internal, "the training step returned no '{}'", o.logits);
+    run.train_acc.begin();
+    run.train_acc.observe(logits->second, feeds.at(o.labels));
+    run.train_acc.end();
+    result.train_accuracy.push_back(
+        {progress_.step, progress_.epoch, progress_.training_time_s, run.train_acc.samples().back()});
+  }
+  update_wall(run);
+  if (!fire([&](TrainingEvent& e) { return e.after_batch(progress_, outputs); })) run.stop_for(StopReason::event);
+  if (o.checkpoint_every > 0 && progress_.step % o.checkpoint_every == 0) save_checkpoint(o.checkpoint_path);
+  if (test_set_ && o.test_every_steps > 0 && progress_.step % o.test_every_steps == 0) {
+    if (!test_now(run)) run.stop_for(StopReason::event);
+    if (target_agreed(run)) run.stop_for(StopReason::target);
+  }
+}
+
+void Trainer::end_epoch(Run& run) {
+  const TrainingOptions& o = options_;
+  ++epochs_completed_;
+  update_wall(run);
+  bool go_on = fire([&](TrainingEvent& e) { return e.after_epoch(progress_); });
+  bool tested = false;
+  if (test_set_ && o.test_every_epochs > 0 && (progress_.epoch + 1) % o.test_every_epochs == 0 &&
+      run.last_tested_step != progress_.step) {
+    go_on = test_now(run) && go_on;
+    tested = true;
+  }
+  begin_next_epoch();
+  if (!go_on) run.stop_for(StopReason::event);
+  // Without a test pass here nothing changed since the last agreement.
+  if (tested ? target_agreed(run) : run.target_shared) run.stop_for(StopReason::target);
+}
+
+TrainingResult Trainer::finish(Run& run) {
+  const TrainingOptions& o = options_;
+  if (test_set_ && o.final_test && run.last_tested_step != progress_.step && run.stop != StopReason::event)
+    test_now(run);
   if (!o.checkpoint_path.empty()) save_checkpoint(o.checkpoint_path);
-  result.stop_reason = stop;
+  TrainingResult& result = run.result;
+  result.stop_reason = run.stop;
   result.epochs_completed = epochs_completed_;
-  result.training_time_s = progress_.training_time_s - time_before;
-  update_wall();
+  result.training_time_s = progress_.training_time_s - run.time_before;
+  update_wall(run);
   result.wall_time_s = progress_.wall_time_s;
+  result.step_metrics = step_metrics_.results();
   fire([&](TrainingEvent& e) {
     e.after_training(progress_);
     return true;
   });
-  return result;
+  return std::move(result);
 }
 
 TrainingResult test_training(GraphExecutor& executor, const Dataset& train_set, const Dataset* test_set,

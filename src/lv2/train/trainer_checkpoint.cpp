@@ -2,9 +2,9 @@
 // checkpoint file (checkpoint.h), so a resumed run continues bit for bit.
 #include <fmt/format.h>
 
-#include "deep500/checkpoint.h"
-#include "deep500/error.h"
-#include "deep500/trainer.h"
+#include "deep500/train/checkpoint.h"
+#include "deep500/core/error.h"
+#include "deep500/train/trainer.h"
 
 namespace d5 {
 

@@ -1,6 +1,6 @@
-#include "deep500/training_metrics.h"
+#include "deep500/train/training_metrics.h"
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 

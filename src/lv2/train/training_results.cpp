@@ -1,8 +1,8 @@
 // A training run as a results case (results.h): summaries of the per-step series, the curves.
 #include <cmath>
 
-#include "deep500/error.h"
-#include "deep500/trainer.h"
+#include "deep500/core/error.h"
+#include "deep500/train/trainer.h"
 
 namespace d5 {
 
@@ -51,9 +51,10 @@ CaseResult training_case(const std::string& name, const std::string& backend, co
   if (!r.train_accuracy.empty()) c.metrics.push_back(record("training_accuracy", "fraction", values(r.train_accuracy)));
   if (!r.test_accuracy.empty()) c.metrics.push_back(record("test_accuracy", "fraction", values(r.test_accuracy)));
   if (r.reached_target) c.metrics.push_back(record("time_to_accuracy", "s", {r.time_to_accuracy_s}));
+  c.metrics.insert(c.metrics.end(), r.step_metrics.begin(), r.step_metrics.end());
 
   nlohmann::json& x = c.extra;
-  x["stop_reason"] = r.stop_reason;
+  x["stop_reason"] = to_string(r.stop_reason);
   x["steps"] = r.steps;
   x["samples"] = r.samples;
   x["epochs_completed"] = r.epochs_completed;
@@ -78,14 +79,14 @@ CaseResult training_case(const std::string& name, const std::string& backend, co
   if (options.target_accuracy > 0 && !r.reached_target) {
     c.state = CaseState::Failed;
     c.detail = std::isnan(r.final_test_accuracy)
-                   ? fmt::format("target accuracy {} not reached (stopped: {})", options.target_accuracy, r.stop_reason)
+                   ? fmt::format("target accuracy {} not reached (stopped: {})", options.target_accuracy, to_string(r.stop_reason))
                    : fmt::format("target accuracy {} not reached: final test accuracy {:.4f} (stopped: {})",
-                                 options.target_accuracy, r.final_test_accuracy, r.stop_reason);
+                                 options.target_accuracy, r.final_test_accuracy, to_string(r.stop_reason));
   } else {
     c.detail = std::isnan(r.final_test_accuracy)
-                   ? fmt::format("{} steps (stopped: {})", r.steps, r.stop_reason)
+                   ? fmt::format("{} steps (stopped: {})", r.steps, to_string(r.stop_reason))
                    : fmt::format("test accuracy {:.4f} after {} steps (stopped: {})", r.final_test_accuracy, r.steps,
-                                 r.stop_reason);
+                                 to_string(r.stop_reason));
   }
   return c;
 }

@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "deep500/op_registry.h"
-#include "deep500/rng.h"
-#include "deep500/validation.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/core/rng.h"
+#include "deep500/op/validation.h"
 
 namespace d5::test {
 

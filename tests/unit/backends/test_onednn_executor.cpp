@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include "../lv1/executor_test_nets.h"
-#include "deep500/executor_metrics.h"
-#include "deep500/executor_validation.h"
-#include "deep500/op_registry.h"
-#include "deep500/operator_executor.h"
+#include "deep500/net/executor_metrics.h"
+#include "deep500/net/executor_validation.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/net/operator_executor.h"
 #include "backends/onednn/onednn_common.h"
 
 namespace d5 {

@@ -12,10 +12,10 @@
 
 #include "../../../src/backends/torch/custom_autograd.h"
 #include "../custom/custom_op_test_cache.h"
-#include "deep500/custom_op_compiler.h"
-#include "deep500/native_op.h"
-#include "deep500/op_registry.h"
-#include "deep500/validation.h"
+#include "deep500/op/custom_op_compiler.h"
+#include "deep500/op/native_op.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/op/validation.h"
 
 namespace d5 {
 namespace {

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "core/digest.h"
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 namespace {

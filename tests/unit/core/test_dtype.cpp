@@ -3,9 +3,9 @@
 #include <cmath>
 #include <limits>
 
-#include "deep500/dtype.h"
-#include "deep500/error.h"
-#include "deep500/tensor_desc.h"
+#include "deep500/core/dtype.h"
+#include "deep500/core/error.h"
+#include "deep500/core/tensor_desc.h"
 
 namespace d5 {
 

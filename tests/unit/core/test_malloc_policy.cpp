@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "deep500/error.h"
-#include "deep500/malloc_policy.h"
+#include "deep500/core/error.h"
+#include "deep500/core/malloc_policy.h"
 
 namespace d5 {
 namespace {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <set>
 
-#include "deep500/rng.h"
+#include "deep500/core/rng.h"
 
 namespace d5 {
 

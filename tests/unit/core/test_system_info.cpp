@@ -11,8 +11,8 @@
 
 #include "core/cpu_topology.h"
 #include "core/sysfs_parse.h"
-#include "deep500/device.h"
-#include "deep500/system_info.h"
+#include "deep500/core/device.h"
+#include "deep500/core/system_info.h"
 
 namespace d5 {
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "deep500/tensor.h"
+#include "deep500/core/tensor.h"
 
 namespace d5 {
 

@@ -1,7 +1,7 @@
 /* Compiled as C: the ABI half of custom_op.h must stay plain C, with the same layout C++ sees. */
 #include <stddef.h>
 
-#include "deep500/custom_op.h"
+#include "deep500/op/custom_op.h"
 
 int d5_test_c_tensor_size(void) { return (int)sizeof(d5_tensor); }
 int d5_test_c_tensor_data_offset(void) { return (int)offsetof(d5_tensor, data); }

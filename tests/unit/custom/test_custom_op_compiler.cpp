@@ -13,10 +13,10 @@
 #include <fmt/format.h>
 
 #include "custom_op_test_cache.h"
-#include "deep500/custom_op.h"
-#include "deep500/custom_op_compiler.h"
-#include "deep500/op_registry.h"
-#include "deep500/validation.h"
+#include "deep500/op/custom_op.h"
+#include "deep500/op/custom_op_compiler.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/op/validation.h"
 
 extern "C" int d5_test_c_tensor_size(void);
 extern "C" int d5_test_c_tensor_data_offset(void);
@@ -283,7 +283,7 @@ TEST(CustomOpCompiler, CompilerErrorsCarryTheDiagnosticsAndAreNotCached) {
   const fs::path dir = test_cache() / "broken-src";
   fs::create_directories(dir);
   const fs::path src = dir / "broken.cpp";
-  std::ofstream(src) << "#include \"deep500/custom_op.h\"\nint broken( { return 0; }\n";
+  std::ofstream(src) << "#include \"deep500/op/custom_op.h\"\nint broken( { return 0; }\n";
   const int64_t builds = custom_op_builds();
   const std::string m = message_of([&] { build_custom_op("Broken", {src}, {}, options()); });
   EXPECT_TRUE(contains(m, "InvalidArgument: custom operator Broken: compilation failed")) << m;
@@ -294,7 +294,7 @@ TEST(CustomOpCompiler, CompilerErrorsCarryTheDiagnosticsAndAreNotCached) {
   // Fixed sources are a new key and build; this library exports only the version, which is
   // refused for its missing entry points.
   std::ofstream(src)
-      << "#include \"deep500/custom_op.h\"\n"
+      << "#include \"deep500/op/custom_op.h\"\n"
          "extern \"C\" int32_t d5_custom_op_abi_version(void) { return D5_CUSTOM_OP_ABI_VERSION; }\n";
   const std::string fixed = message_of([&] { build_custom_op("Broken", {src}, {}, options()); });
   EXPECT_EQ(custom_op_builds(), builds + 2);
@@ -309,7 +309,7 @@ TEST(CustomOpCompiler, RejectsBadNamesAndDefinitionsBeforeBuilding) {
   EXPECT_THROW(build_custom_op("MedianPool", {example()}, {{"X", "a;b"}}, options()), InvalidArgument);
   EXPECT_THROW(build_custom_op("MedianPool", {test_cache() / "missing.cpp"}, {}, options()), InvalidArgument);
   EXPECT_THROW(build_custom_op("MedianPool", {}, {}, options()), InvalidArgument);
-  EXPECT_THROW(build_custom_op("MedianPool", {fs::path(D5_SOURCE_DIR) / "include" / "deep500" / "custom_op.h"}, {},
+  EXPECT_THROW(build_custom_op("MedianPool", {fs::path(D5_SOURCE_DIR) / "include" / "deep500" / "op" / "custom_op.h"}, {},
                                options()),
                InvalidArgument);  // a header alone compiles nothing
   EXPECT_EQ(custom_op_builds(), builds);

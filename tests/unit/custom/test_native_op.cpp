@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include "deep500/native_op.h"
-#include "deep500/validation.h"
+#include "deep500/op/native_op.h"
+#include "deep500/op/validation.h"
 
 namespace d5 {
 namespace {

@@ -2,10 +2,10 @@
 #include <gtest/gtest.h>
 
 #include "../../support/temp_dir.h"
-#include "deep500/criteria.h"
-#include "deep500/error.h"
-#include "deep500/recipe.h"
-#include "deep500/recipe_run.h"
+#include "deep500/experiment/criteria.h"
+#include "deep500/core/error.h"
+#include "deep500/experiment/recipe.h"
+#include "deep500/experiment/recipe_run.h"
 
 namespace d5 {
 namespace {

@@ -1,8 +1,8 @@
 // Recipes: parsing, division rules, overrides, grid and seed expansion into d5 command lines.
 #include <gtest/gtest.h>
 
-#include "deep500/error.h"
-#include "deep500/recipe.h"
+#include "deep500/core/error.h"
+#include "deep500/experiment/recipe.h"
 
 namespace d5 {
 namespace {

@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "../../support/temp_dir.h"
-#include "deep500/recipe.h"
-#include "deep500/recipe_run.h"
+#include "deep500/experiment/recipe.h"
+#include "deep500/experiment/recipe_run.h"
 
 namespace d5 {
 namespace {

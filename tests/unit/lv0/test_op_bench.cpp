@@ -2,9 +2,9 @@
 // milliseconds, plus test-only backends that compute wrong results or refuse.
 #include <gtest/gtest.h>
 
-#include "deep500/backend.h"
-#include "deep500/op_bench.h"
-#include "deep500/op_registry.h"
+#include "deep500/core/backend.h"
+#include "deep500/op/op_bench.h"
+#include "deep500/op/op_registry.h"
 
 namespace d5::reference {
 void register_all();

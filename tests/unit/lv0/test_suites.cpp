@@ -3,8 +3,8 @@
 
 #include <cstdlib>
 
-#include "deep500/error.h"
-#include "deep500/suites.h"
+#include "deep500/core/error.h"
+#include "deep500/op/suites.h"
 
 namespace d5::test {
 

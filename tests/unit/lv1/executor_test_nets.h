@@ -3,8 +3,8 @@
 #include <cmath>
 #include <string>
 
-#include "deep500/network.h"
-#include "deep500/rng.h"
+#include "deep500/net/network.h"
+#include "deep500/core/rng.h"
 
 namespace d5::test {
 

@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "deep500/executor_metrics.h"
-#include "deep500/op_registry.h"
-#include "deep500/operator_executor.h"
+#include "deep500/net/executor_metrics.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/net/operator_executor.h"
 #include "executor_test_nets.h"
 
 namespace d5 {

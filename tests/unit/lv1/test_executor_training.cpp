@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "deep500/graph_executor.h"
-#include "deep500/op_registry.h"
+#include "deep500/net/graph_executor.h"
+#include "deep500/op/op_registry.h"
 #include "executor_test_nets.h"
 
 namespace d5 {

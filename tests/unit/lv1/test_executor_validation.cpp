@@ -4,10 +4,10 @@
 
 #include <cmath>
 
-#include "deep500/executor_validation.h"
-#include "deep500/native_op.h"
-#include "deep500/op_registry.h"
-#include "deep500/operator_executor.h"
+#include "deep500/net/executor_validation.h"
+#include "deep500/op/native_op.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/net/operator_executor.h"
 #include "executor_test_nets.h"
 
 namespace d5 {

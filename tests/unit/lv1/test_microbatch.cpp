@@ -3,12 +3,12 @@
 #include <functional>
 #include <numeric>
 
-#include "deep500/error.h"
-#include "deep500/microbatch.h"
-#include "deep500/network.h"
-#include "deep500/operator_executor.h"
-#include "deep500/op_registry.h"
-#include "deep500/rng.h"
+#include "deep500/core/error.h"
+#include "deep500/net/microbatch.h"
+#include "deep500/net/network.h"
+#include "deep500/net/operator_executor.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/core/rng.h"
 
 namespace d5 {
 namespace reference {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <set>
 
-#include "deep500/error.h"
-#include "deep500/model_zoo.h"
+#include "deep500/core/error.h"
+#include "deep500/net/model_zoo.h"
 
 namespace d5 {
 namespace reference {

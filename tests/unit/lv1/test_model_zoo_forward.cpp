@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "deep500/model_zoo.h"
-#include "deep500/operator_executor.h"
-#include "deep500/rng.h"
+#include "deep500/net/model_zoo.h"
+#include "deep500/net/operator_executor.h"
+#include "deep500/core/rng.h"
 
 namespace d5 {
 namespace reference {

@@ -1,13 +1,13 @@
 // bench_network: what `d5 net` runs, on hand-built networks.
 #include <gtest/gtest.h>
 
-#include "deep500/error.h"
-#include "deep500/executor_metrics.h"
-#include "deep500/executor_validation.h"
-#include "deep500/graph_executor.h"
-#include "deep500/net_bench.h"
-#include "deep500/op_registry.h"
-#include "deep500/operator_executor.h"
+#include "deep500/core/error.h"
+#include "deep500/net/executor_metrics.h"
+#include "deep500/net/executor_validation.h"
+#include "deep500/net/graph_executor.h"
+#include "deep500/net/net_bench.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/net/operator_executor.h"
 #include "executor_test_nets.h"
 
 namespace d5 {

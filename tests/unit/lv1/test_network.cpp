@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "deep500/error.h"
-#include "deep500/network.h"
-#include "deep500/op_registry.h"
+#include "deep500/core/error.h"
+#include "deep500/net/network.h"
+#include "deep500/op/op_registry.h"
 
 namespace d5 {
 namespace reference {

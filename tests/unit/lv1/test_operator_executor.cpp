@@ -3,11 +3,11 @@
 
 #include <cmath>
 
-#include "deep500/backend.h"
-#include "deep500/error.h"
-#include "deep500/native_op.h"
-#include "deep500/op_registry.h"
-#include "deep500/operator_executor.h"
+#include "deep500/core/backend.h"
+#include "deep500/core/error.h"
+#include "deep500/op/native_op.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/net/operator_executor.h"
 #include "executor_test_nets.h"
 
 namespace d5 {

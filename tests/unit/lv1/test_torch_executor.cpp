@@ -6,13 +6,13 @@
 #include <fmt/format.h>
 
 #include "backends/torch/torch_executor.h"
-#include "deep500/error.h"
-#include "deep500/executor_validation.h"
-#include "deep500/graph_executor.h"
-#include "deep500/op_registry.h"
-#include "deep500/operator_executor.h"
-#include "deep500/rng.h"
-#include "deep500/validation.h"
+#include "deep500/core/error.h"
+#include "deep500/net/executor_validation.h"
+#include "deep500/net/graph_executor.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/net/operator_executor.h"
+#include "deep500/core/rng.h"
+#include "deep500/op/validation.h"
 
 namespace d5 {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "deep500/mpi_world.h"
+#include "deep500/dist/mpi_world.h"
 
 namespace {
 

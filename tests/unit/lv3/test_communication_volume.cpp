@@ -1,8 +1,8 @@
 // CommunicationVolume: counters, the nccl-tests bus factors, JSON.
 #include <gtest/gtest.h>
 
-#include "deep500/communication_volume.h"
-#include "deep500/error.h"
+#include "deep500/dist/communication_volume.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 namespace {

@@ -7,8 +7,8 @@
 #include <set>
 #include <vector>
 
-#include "deep500/error.h"
-#include "deep500/mpi_world.h"
+#include "deep500/core/error.h"
+#include "deep500/dist/mpi_world.h"
 
 namespace d5 {
 namespace {

@@ -1,8 +1,8 @@
 // The summary of every rank's metrics: spread and load imbalance.
 #include <gtest/gtest.h>
 
-#include "deep500/distributed_metrics.h"
-#include "deep500/error.h"
+#include "deep500/dist/distributed_metrics.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 namespace {

@@ -5,15 +5,15 @@
 
 #include <cmath>
 
-#include "deep500/backend.h"
-#include "deep500/distributed_optimizers.h"
-#include "deep500/distributed_sampler.h"
-#include "deep500/graph_executor.h"
-#include "deep500/model_zoo.h"
-#include "deep500/mpi_world.h"
-#include "deep500/op_registry.h"
-#include "deep500/rng.h"
-#include "deep500/samplers.h"
+#include "deep500/core/backend.h"
+#include "deep500/dist/distributed_optimizers.h"
+#include "deep500/dist/distributed_sampler.h"
+#include "deep500/net/graph_executor.h"
+#include "deep500/net/model_zoo.h"
+#include "deep500/dist/mpi_world.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/core/rng.h"
+#include "deep500/train/samplers.h"
 #include "ring_allreduce.h"
 
 namespace d5 {

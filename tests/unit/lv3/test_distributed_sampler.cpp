@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <set>
 
-#include "deep500/distributed_sampler.h"
-#include "deep500/error.h"
-#include "deep500/samplers.h"
+#include "deep500/dist/distributed_sampler.h"
+#include "deep500/core/error.h"
+#include "deep500/train/samplers.h"
 
 namespace d5 {
 namespace {

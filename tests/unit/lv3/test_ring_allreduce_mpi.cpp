@@ -2,7 +2,7 @@
 // reduction, and exactly the messages a ring sends.
 #include <gtest/gtest.h>
 
-#include "deep500/mpi_world.h"
+#include "deep500/dist/mpi_world.h"
 #include "ring_allreduce.h"
 
 namespace d5 {

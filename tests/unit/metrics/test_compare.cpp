@@ -5,8 +5,8 @@
 #include <cmath>
 #include <random>
 
-#include "deep500/compare.h"
-#include "deep500/error.h"
+#include "deep500/metrics/compare.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 namespace {

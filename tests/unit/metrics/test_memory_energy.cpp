@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "deep500/energy.h"
-#include "deep500/error.h"
-#include "deep500/memory.h"
+#include "deep500/metrics/energy.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/memory.h"
 
 namespace d5 {
 

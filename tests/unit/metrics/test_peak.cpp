@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "deep500/error.h"
-#include "deep500/peak.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/peak.h"
 
 namespace d5::test {
 

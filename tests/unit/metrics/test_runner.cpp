@@ -4,11 +4,11 @@
 #include <cmath>
 #include <thread>
 
-#include "deep500/error.h"
-#include "deep500/rng.h"
-#include "deep500/runner.h"
-#include "deep500/standard_metrics.h"
-#include "deep500/tensor.h"
+#include "deep500/core/error.h"
+#include "deep500/core/rng.h"
+#include "deep500/metrics/runner.h"
+#include "deep500/metrics/standard_metrics.h"
+#include "deep500/core/tensor.h"
 
 namespace d5 {
 

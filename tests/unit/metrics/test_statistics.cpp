@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "deep500/error.h"
-#include "deep500/statistics.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/statistics.h"
 
 namespace d5 {
 namespace {

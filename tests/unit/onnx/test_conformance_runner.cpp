@@ -4,9 +4,9 @@
 #include <fstream>
 
 #include "../../support/onnx_cases.h"
-#include "deep500/graph_executor.h"
-#include "deep500/onnx_conformance.h"
-#include "deep500/op_registry.h"
+#include "deep500/net/graph_executor.h"
+#include "deep500/onnx/onnx_conformance.h"
+#include "deep500/op/op_registry.h"
 
 namespace d5::reference {
 void register_all();

@@ -3,9 +3,9 @@
 
 #include "../../support/network_compare.h"
 #include "../../support/onnx_cases.h"
-#include "deep500/onnx_conformance.h"
-#include "deep500/onnx_export.h"
-#include "deep500/onnx_import.h"
+#include "deep500/onnx/onnx_conformance.h"
+#include "deep500/onnx/onnx_export.h"
+#include "deep500/onnx/onnx_import.h"
 
 namespace d5::reference {
 void register_all();

@@ -4,9 +4,9 @@
 
 #include <vector>
 
-#include "deep500/op_registry.h"
-#include "deep500/rng.h"
-#include "deep500/validation.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/core/rng.h"
+#include "deep500/op/validation.h"
 
 namespace d5::reference {
 void register_all();

@@ -7,8 +7,8 @@
 
 #include "../../support/report_fixtures.h"
 #include "../../support/temp_dir.h"
-#include "deep500/error.h"
-#include "deep500/report.h"
+#include "deep500/core/error.h"
+#include "deep500/report/report.h"
 
 namespace d5 {
 namespace {

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "deep500/atomic_file.h"
-#include "deep500/error.h"
+#include "deep500/metrics/atomic_file.h"
+#include "deep500/core/error.h"
 
 namespace d5 {
 namespace fs = std::filesystem;

@@ -5,11 +5,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "deep500/error.h"
-#include "deep500/experiment.h"
-#include "deep500/manifest.h"
-#include "deep500/reporter.h"
-#include "deep500/results.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/experiment.h"
+#include "deep500/metrics/manifest.h"
+#include "deep500/metrics/reporter.h"
+#include "deep500/metrics/results.h"
 
 namespace d5 {
 namespace reference {

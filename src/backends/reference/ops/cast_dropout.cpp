@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "deep500/rng.h"
+#include "deep500/core/rng.h"
 #include "movement_common.h"
 
 namespace d5::reference {

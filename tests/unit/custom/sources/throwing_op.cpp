@@ -2,7 +2,7 @@
 // once through each error path of the ABI. No backward.
 #include <stdexcept>
 
-#include "deep500/custom_op.h"
+#include "deep500/op/custom_op.h"
 
 namespace {
 

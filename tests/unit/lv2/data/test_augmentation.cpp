@@ -3,8 +3,8 @@
 
 #include <set>
 
-#include "deep500/augmentation.h"
-#include "deep500/error.h"
+#include "deep500/train/augmentation.h"
+#include "deep500/core/error.h"
 
 namespace d5::test {
 

@@ -5,8 +5,8 @@
 #include <thread>
 
 #include "data_test_util.h"
-#include "deep500/dataset.h"
-#include "deep500/dataset_formats.h"
+#include "deep500/train/dataset.h"
+#include "deep500/train/dataset_formats.h"
 
 namespace d5::test {
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "data_test_util.h"
-#include "deep500/downloader.h"
-#include "deep500/error.h"
+#include "deep500/train/downloader.h"
+#include "deep500/core/error.h"
 #include "core/digest.h"
 
 namespace d5::test {

@@ -7,10 +7,10 @@
 #include <iostream>
 #include <numeric>
 
-#include "deep500/dataset.h"
-#include "deep500/graph_executor.h"
-#include "deep500/model_zoo.h"
-#include "deep500/op_registry.h"
+#include "deep500/train/dataset.h"
+#include "deep500/net/graph_executor.h"
+#include "deep500/net/model_zoo.h"
+#include "deep500/op/op_registry.h"
 
 namespace d5::test {
 

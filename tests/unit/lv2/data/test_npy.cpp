@@ -4,9 +4,9 @@
 #include <cstring>
 
 #include "data_test_util.h"
-#include "deep500/dataset.h"
-#include "deep500/dataset_formats.h"
-#include "deep500/error.h"
+#include "deep500/train/dataset.h"
+#include "deep500/train/dataset_formats.h"
+#include "deep500/core/error.h"
 
 namespace d5::test {
 

@@ -2,9 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "data_test_util.h"
-#include "deep500/dataset.h"
-#include "deep500/dataset_subset.h"
-#include "deep500/error.h"
+#include "deep500/train/dataset.h"
+#include "deep500/train/dataset_subset.h"
+#include "deep500/core/error.h"
 
 namespace d5::test {
 

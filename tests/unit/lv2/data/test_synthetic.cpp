@@ -4,8 +4,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "deep500/dataset.h"
-#include "deep500/error.h"
+#include "deep500/train/dataset.h"
+#include "deep500/core/error.h"
 
 namespace d5::test {
 

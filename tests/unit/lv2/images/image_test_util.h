@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "deep500/dataset.h"
-#include "deep500/jpeg.h"
+#include "deep500/train/dataset.h"
+#include "lv2/images/jpeg.h"
 #include "lv2/images/register_images.h"
 
 #ifdef D5_HAVE_TURBOJPEG

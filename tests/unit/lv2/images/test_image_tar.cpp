@@ -3,10 +3,10 @@
 #include <cstring>
 #include <filesystem>
 
-#include "deep500/dataset.h"
-#include "deep500/error.h"
-#include "deep500/image_datasets.h"
-#include "deep500/tar_archive.h"
+#include "deep500/train/dataset.h"
+#include "deep500/core/error.h"
+#include "deep500/train/image_datasets.h"
+#include "lv2/images/tar_archive.h"
 #include "image_test_util.h"
 
 namespace d5 {

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "deep500/error.h"
-#include "deep500/jpeg.h"
+#include "deep500/core/error.h"
+#include "lv2/images/jpeg.h"
 #include "image_test_util.h"
 
 namespace d5 {

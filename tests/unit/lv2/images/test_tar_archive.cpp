@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <map>
 
-#include "deep500/error.h"
-#include "deep500/tar_archive.h"
+#include "deep500/core/error.h"
+#include "lv2/images/tar_archive.h"
 #include "image_test_util.h"
 
 namespace d5 {

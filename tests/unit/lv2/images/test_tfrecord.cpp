@@ -5,9 +5,9 @@
 
 #include <cstring>
 
-#include "deep500/dataset.h"
-#include "deep500/error.h"
-#include "deep500/tfrecord.h"
+#include "deep500/train/dataset.h"
+#include "deep500/core/error.h"
+#include "lv2/images/tfrecord.h"
 #include "image_test_util.h"
 
 namespace d5 {

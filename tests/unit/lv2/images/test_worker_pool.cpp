@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "deep500/error.h"
+#include "deep500/core/error.h"
 #include "lv2/images/image_common.h"
 
 namespace d5::images {

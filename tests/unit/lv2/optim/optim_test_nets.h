@@ -1,7 +1,7 @@
 #pragma once
 // Small networks whose gradients the optimizer tests control.
-#include "deep500/model_zoo.h"
-#include "deep500/network.h"
+#include "deep500/net/model_zoo.h"
+#include "deep500/net/network.h"
 
 namespace d5::test {
 

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "deep500/op_registry.h"
-#include "deep500/lr_schedule.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/train/lr_schedule.h"
 #include "optim_test_nets.h"
 
 namespace d5 {

@@ -2,10 +2,10 @@
 // parameters and state on an MLP, compared parameter by parameter.
 #include <gtest/gtest.h>
 
-#include "deep500/op_registry.h"
-#include "deep500/divergence.h"
-#include "deep500/model_zoo.h"
-#include "deep500/optimizer_validation.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/train/divergence.h"
+#include "deep500/net/model_zoo.h"
+#include "deep500/train/optimizer_validation.h"
 #include "optim_test_nets.h"
 
 namespace d5 {

@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "deep500/op_registry.h"
-#include "deep500/optimizer.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/train/optimizer.h"
 #include "optim_test_nets.h"
 
 namespace d5 {

@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "deep500/dataset.h"
-#include "deep500/error.h"
+#include "deep500/train/dataset.h"
+#include "deep500/core/error.h"
 
 namespace d5::testing {
 

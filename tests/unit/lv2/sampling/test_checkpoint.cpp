@@ -10,8 +10,8 @@
 
 #include <unistd.h>
 
-#include "deep500/checkpoint.h"
-#include "deep500/rng.h"
+#include "deep500/train/checkpoint.h"
+#include "deep500/core/rng.h"
 
 namespace d5 {
 namespace {

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <thread>
 
-#include "deep500/data_loader.h"
-#include "deep500/samplers.h"
+#include "deep500/train/data_loader.h"
+#include "deep500/train/samplers.h"
 #include "table_dataset.h"
 
 namespace d5 {

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "deep500/dataset_metrics.h"
-#include "deep500/samplers.h"
+#include "deep500/train/dataset_metrics.h"
+#include "deep500/train/samplers.h"
 #include "table_dataset.h"
 
 namespace d5 {

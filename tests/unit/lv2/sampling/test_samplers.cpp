@@ -7,7 +7,7 @@
 #include <numeric>
 #include <set>
 
-#include "deep500/samplers.h"
+#include "deep500/train/samplers.h"
 #include "table_dataset.h"
 
 namespace d5 {

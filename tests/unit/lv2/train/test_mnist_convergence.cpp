@@ -7,14 +7,14 @@
 #include <filesystem>
 #include <iostream>
 
-#include "deep500/backend.h"
-#include "deep500/dataset.h"
-#include "deep500/graph_executor.h"
-#include "deep500/model_zoo.h"
-#include "deep500/op_registry.h"
-#include "deep500/optimizer.h"
-#include "deep500/samplers.h"
-#include "deep500/trainer.h"
+#include "deep500/core/backend.h"
+#include "deep500/train/dataset.h"
+#include "deep500/net/graph_executor.h"
+#include "deep500/net/model_zoo.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/train/optimizer.h"
+#include "deep500/train/samplers.h"
+#include "deep500/train/trainer.h"
 
 namespace d5 {
 namespace {

@@ -4,19 +4,21 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 
-#include "deep500/backend.h"
-#include "deep500/checkpoint.h"
-#include "deep500/error.h"
-#include "deep500/graph_executor.h"
-#include "deep500/loss_head.h"
-#include "deep500/op_registry.h"
-#include "deep500/samplers.h"
-#include "deep500/trainer.h"
-#include "deep500/training_metrics.h"
+#include "deep500/core/backend.h"
+#include "deep500/train/checkpoint.h"
+#include "deep500/core/error.h"
+#include "deep500/net/graph_executor.h"
+#include "deep500/train/loss_head.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/train/samplers.h"
+#include "deep500/metrics/standard_metrics.h"
+#include "deep500/train/trainer.h"
+#include "deep500/train/training_metrics.h"
 #include "train_fixtures.h"
 
 namespace d5 {
@@ -55,13 +57,33 @@ TEST(TrainingMetrics, CountsTopOneHitsWithTiesToTheLowestClass) {
   EXPECT_THROW(correct_predictions(logits, Tensor::from_values<int64_t>(Shape{4}, {0, 3, 0, 0})), InvalidArgument);
 }
 
+// A metric added with add_step_metric takes one sample per step and reaches the result case.
+TEST_F(MlpTrainerTest, StepMetricsSampleEveryStepAndJoinTheCase) {
+  test::InOrderSampler sampler(train.size(), 8);
+  TrainingOptions o;
+  o.max_steps = 5;
+  Trainer trainer(*ex, train, nullptr, sgd, sampler, o);
+  trainer.add_step_metric(std::make_unique<WallTime>());
+  const TrainingResult r = trainer.train();
+  ASSERT_EQ(r.step_metrics.size(), 1u);
+  EXPECT_EQ(r.step_metrics[0].name, "wall_time");
+  ASSERT_EQ(r.step_metrics[0].samples.size(), 5u);
+  // Each sample times the optimizer's step alone, a part of that step's step_time.
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_GT(r.step_metrics[0].samples[i], 0);
+    EXPECT_LE(r.step_metrics[0].samples[i], r.step_times_s[i]);
+  }
+  const CaseResult c = training_case("mlp", "reference", o, r);
+  EXPECT_TRUE(std::any_of(c.metrics.begin(), c.metrics.end(), [](const MetricRecord& m) { return m.name == "wall_time"; }));
+}
+
 TEST_F(MlpTrainerTest, LearnsAndRecordsCurves) {
   test::InOrderSampler sampler(train.size(), 8);
   TrainingOptions o;
   o.epochs = 4;
   o.train_accuracy_every = 3;
   const TrainingResult r = test_training(*ex, train, &test_set, sgd, sampler, o);
-  EXPECT_EQ(r.stop_reason, "epochs");
+  EXPECT_EQ(r.stop_reason, StopReason::epochs);
   EXPECT_EQ(r.steps, 48);
   EXPECT_EQ(r.samples, 48 * 8);
   EXPECT_EQ(r.epochs_completed, 4);
@@ -86,7 +108,7 @@ TEST_F(MlpTrainerTest, StopsAtTheTargetAccuracy) {
   o.target_accuracy = 0.9;
   o.test_every_steps = 4;
   const TrainingResult r = test_training(*ex, train, &test_set, sgd, sampler, o);
-  EXPECT_EQ(r.stop_reason, "target");
+  EXPECT_EQ(r.stop_reason, StopReason::target);
   ASSERT_TRUE(r.reached_target);
   EXPECT_GE(r.final_test_accuracy, 0.9);
   EXPECT_EQ(r.target_step, r.steps);
@@ -108,7 +130,7 @@ TEST_F(MlpTrainerTest, StepAndTimeLimits) {
     o.epochs = 0;
     o.max_steps = 17;  // one epoch and 5 batches
     const TrainingResult r = test_training(*ex, train, &test_set, sgd, sampler, o);
-    EXPECT_EQ(r.stop_reason, "steps");
+    EXPECT_EQ(r.stop_reason, StopReason::steps);
     EXPECT_EQ(r.steps, 17);
     EXPECT_EQ(r.epochs_completed, 1);
     EXPECT_EQ(sampler.state().epoch, 1);
@@ -122,7 +144,7 @@ TEST_F(MlpTrainerTest, StepAndTimeLimits) {
     o.max_steps = 24;
     o.final_test = false;
     const TrainingResult r = test_training(*ex, train, &test_set, sgd, sampler, o);
-    EXPECT_EQ(r.stop_reason, "steps");
+    EXPECT_EQ(r.stop_reason, StopReason::steps);
     EXPECT_EQ(r.epochs_completed, 2);
     EXPECT_EQ(r.test_accuracy.size(), 2u);
     EXPECT_EQ(sampler.state().epoch, 2);
@@ -134,7 +156,7 @@ TEST_F(MlpTrainerTest, StepAndTimeLimits) {
     o.epochs = 100;
     o.time_limit_s = 1e-9;  // any step exceeds it
     const TrainingResult r = test_training(*ex, train, nullptr, sgd, sampler, o);
-    EXPECT_EQ(r.stop_reason, "time_limit");
+    EXPECT_EQ(r.stop_reason, StopReason::time_limit);
     EXPECT_EQ(r.steps, 1);
     EXPECT_TRUE(std::isnan(r.final_test_accuracy));
   }
@@ -193,7 +215,7 @@ TEST_F(TrainerTest, EventsFireInOrderAndStopTheRun) {
     o.epochs = 2;
     auto rec = std::make_shared<Recorder>(3);
     const TrainingResult r = test_training(*ex, train, &test_set, sgd, sampler, o, {rec});
-    EXPECT_EQ(r.stop_reason, "event");
+    EXPECT_EQ(r.stop_reason, StopReason::event);
     EXPECT_EQ(r.steps, 3);
     EXPECT_EQ(rec->trace, "train{ epoch0{ b a b a }epoch test{ }test epoch1{ b a }train ");
   }

@@ -4,11 +4,11 @@
 #include <cmath>
 #include <numeric>
 
-#include "deep500/dataset.h"
-#include "deep500/model_zoo.h"
-#include "deep500/optimizer.h"
-#include "deep500/rng.h"
-#include "deep500/sampler.h"
+#include "deep500/train/dataset.h"
+#include "deep500/net/model_zoo.h"
+#include "deep500/train/optimizer.h"
+#include "deep500/core/rng.h"
+#include "deep500/train/sampler.h"
 
 namespace d5::test {
 

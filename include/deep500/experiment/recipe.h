@@ -1,0 +1,82 @@
+#pragma once
+// Recipes: YAML experiment descriptions (docs/recipes.md). A recipe names entries, each one d5
+// subcommand with its options split into a fixed part (what the experiment is) and a mutable
+// part (what a user may change with --set), grid sweeps over mutable options, seeds, and
+// acceptance criteria. Planning turns a recipe into concrete runs; running them is
+// recipe_run.h's business.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "deep500/experiment/criteria.h"
+
+namespace d5 {
+
+// After MLPerf: in the closed division the model and optimizer are part of the fixed part; in
+// the open division only the dataset and the quality target are.
+enum class Division { Closed, Open };
+const char* to_string(Division d);
+
+using Params = nlohmann::ordered_json;  // option name -> scalar or list, in recipe order
+
+struct RecipeEntry {
+  std::string name;
+  std::vector<std::string> command;     // the subcommand words: {"ops", "bench"}
+  std::vector<std::string> positional;  // parameters passed as positional arguments, in order
+  // Parameters passed after "--", in order: options of the command a command runs (d5 scaling's
+  // d5 train). They are parameters like the others: fixed or mutable, --set and division rules.
+  std::vector<std::string> after;
+  Params fixed = Params::object();
+  Params mutable_params = Params::object();
+  Params grid = Params::object();  // option -> list of values; every combination runs
+  std::vector<Criterion> criteria;
+};
+
+struct Recipe {
+  std::string name, description;
+  std::string source;  // path or "<text>"
+  std::string text;    // the YAML as read, recorded in the results
+  Division division = Division::Closed;
+  std::vector<uint64_t> seeds;  // empty: the global --seed
+  bool require_valid = false;   // INVALID runs fail the recipe
+  std::vector<RecipeEntry> entries;
+  std::vector<Criterion> criteria;  // over the whole recipe (wall_time)
+};
+
+// Throws FormatError naming the key for malformed recipes and InvalidArgument when a recipe
+// breaks its division's rules.
+Recipe parse_recipe(const std::string& yaml_text, const std::string& source = "<text>");
+Recipe load_recipe(const std::string& path);  // IoError when unreadable
+
+// `--set [ENTRY.]KEY=VALUE`: a new value for a mutable option (or one grid value), in every entry
+// that has the option or only in ENTRY.
+struct Override {
+  std::string entry;  // empty: every entry with the key
+  std::string key;
+  std::string value;
+};
+std::vector<Override> parse_overrides(const std::vector<std::string>& items);
+
+// Options that go before the subcommand (d5's global options) rather than after it.
+bool is_global_option(const std::string& key);
+
+struct PlannedRun {
+  size_t entry = 0;   // index into Recipe::entries
+  std::string id;     // unique, file-name safe: "train-backend=onednn-seed=1"
+  std::string label;  // the grid point and seed: "backend=onednn seed=1"
+  Params params;      // every option with its value for this run
+  uint64_t seed = 0;
+  std::vector<std::string> args;  // d5's arguments (no program name, no output options)
+};
+
+// Applies the overrides (InvalidArgument for a fixed or unknown key) and expands grids and seeds.
+// Adds "--format json -o PATH" to a d5 command line: before a "--", whose words belong to the
+// command the subcommand runs (d5 scaling's d5 train), else at the end.
+void add_result_file_options(std::vector<std::string>& args, const std::string& path);
+
+std::vector<PlannedRun> plan_runs(const Recipe& recipe, const std::vector<Override>& overrides,
+                                  uint64_t default_seed);
+
+}  // namespace d5

@@ -1,0 +1,52 @@
+#pragma once
+// Level 1: the model zoo (docs/model-zoo.md). Builders emit a d5::Network of ONNX operators
+// (opset 17) with parameters initialized the way PyTorch initializes its layers, so a zoo model is
+// a benchmark workload for every executor and can be exported to ONNX.
+//
+// Every model reads one graph input "input" ([batch, ...input_shape], f32) and writes "logits"
+// ([batch, classes]). With with_loss it also reads "labels" ([batch], i64) and writes "loss" (a
+// scalar: SoftmaxCrossEntropyLoss with mean reduction), the tensor inference_and_backprop takes.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "deep500/net/tensor_names.h"
+#include "deep500/net/network.h"
+
+namespace d5 {
+
+struct ModelOptions {
+  int64_t batch = 1;
+  int64_t classes = 0;               // 0: the model's default
+  std::vector<int64_t> input_shape;  // per sample (C,H,W or sequence length, features); empty: default
+  bool with_loss = false;
+  // Training mode: BatchNormalization normalizes with batch statistics (training_mode=1, the
+  // running-statistics outputs left unnamed) and Dropout nodes drop (training_mode input true). In
+  // inference mode Dropout is left out, as PyTorch's eval-mode export does.
+  bool training = false;
+  uint64_t seed = 0x5eed;  // parameter initialization and dropout masks
+  // false leaves parameters zero: for counting parameters and operations, where drawing hundreds
+  // of millions of random numbers would be wasted time.
+  bool initialize = true;
+};
+
+struct ZooModel {
+  std::string name;
+  std::string description;
+  std::vector<int64_t> default_input;  // per sample
+  int64_t default_classes;
+  std::function<Network(const ModelOptions&)> build;  // options already resolved (no zeros)
+};
+
+// Every model, in the order `d5 models list` prints them.
+const std::vector<ZooModel>& zoo_models();
+// InvalidArgument listing the known names for an unknown one, or naming the option a model cannot
+// take (an input too small for its pooling, a batch below 1).
+Network build_model(const std::string& name, const ModelOptions& options = {});
+
+// FLOPs of one forward pass: the sum of the reference operators' flops() over the nodes an
+// executor runs (folded nodes excluded). Infers the network.
+double forward_flops(const Network& network);
+
+}  // namespace d5
