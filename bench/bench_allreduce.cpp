@@ -17,7 +17,9 @@
 #include <iostream>
 
 #include "bench_util.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/dist/distributed_optimizers.h"
+#include "deep500/dist/distributed_schemes.h"
 #include "deep500/net/executor_metrics.h"
 #include "deep500/dist/gradient_buckets.h"
 #include "deep500/op/op_registry.h"
@@ -173,10 +175,9 @@ int main(int argc, char** argv) {
       ExecutorOptions eo;
       eo.deterministic = true;
       r->exec = make_executor(r->net, "reference", eo);
-      DistributedOptions o;
-      o.bucket_mb = args.number("overlap-bucket-kb") / 1024;  // LeNet-5 has 241 KiB of gradients
-      o.overlap = overlap;
-      r->opt = make_distributed_optimizer(o, make_optimizer("sgd", {{"lr", 0.01}}), comm);
+      // LeNet-5 has 241 KiB of gradients.
+      const SchemeSettings o = {{"bucket_mb", args.number("overlap-bucket-kb") / 1024}, {"overlap", overlap ? 1 : 0}};
+      r->opt = make_distributed_optimizer("dsgd", o, make_optimizer("sgd", {{"lr", 0.01}}), comm);
       return r;
     };
     auto with = replica(true), without = replica(false);

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "bench_util.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/net/graph_executor.h"
 #include "deep500/net/microbatch.h"
 #include "deep500/op/op_registry.h"

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "bench_util.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/net/model_zoo.h"
 #include "deep500/op/op_registry.h"
 #include "deep500/net/operator_executor.h"

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "bench_util.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/onnx/onnx_import.h"
 #include "deep500/onnx/onnx_io.h"
 #include "deep500/op/op_registry.h"

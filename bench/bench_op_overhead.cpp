@@ -13,6 +13,7 @@
 #endif
 
 #include "bench_util.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/core/backend.h"
 #include "deep500/metrics/manifest.h"
 #include "deep500/op/op_bench.h"

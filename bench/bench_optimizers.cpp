@@ -10,6 +10,7 @@
 #include <torch/optim.h>
 
 #include "bench_util.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/core/backend.h"
 #include "deep500/net/model_zoo.h"
 #include "deep500/train/optimizer.h"

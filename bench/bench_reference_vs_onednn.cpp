@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "bench_util.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/core/backend.h"
 #include "deep500/metrics/manifest.h"
 #include "deep500/op/op_registry.h"

@@ -27,6 +27,7 @@
 
 #include "backends/torch/torch_executor.h"
 #include "bench_util.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/net/graph_executor.h"
 #include "deep500/core/malloc_policy.h"
 #include "deep500/metrics/manifest.h"

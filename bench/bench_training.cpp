@@ -22,6 +22,7 @@
 #include <iostream>
 
 #include "bench_util.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/core/backend.h"
 #include "deep500/train/dataset.h"
 #include "deep500/net/graph_executor.h"

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "deep500/core/registry.h"
 #include "deep500/metrics/compare.h"
 #include "deep500/metrics/exit_codes.h"
 #include "deep500/metrics/experiment.h"
@@ -65,6 +66,9 @@ Command register_run(CLI::App& app, const GlobalOptions& g);
 Command register_report(CLI::App& app, const GlobalOptions& g);
 Command register_rerun(CLI::App& app, const GlobalOptions& g);
 Command register_scaling(CLI::App& app, const GlobalOptions& g);
+// Every top-level command, in the order `d5 --help` lists them (commands.cpp: one line each).
+using CommandFactory = Command (*)(CLI::App& app, const GlobalOptions& g);
+const Registry<CommandFactory>& command_registry();
 // `d5 ops bench`: adds its Command to `subcommands`, which `d5 ops` dispatches to.
 void register_ops_bench(CLI::App& ops, const GlobalOptions& g, std::vector<Command>& subcommands);
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/train/divergence.h"
 #include "deep500/core/error.h"
 #include "deep500/train/lr_schedule.h"

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "cli_common.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/net/model_zoo.h"
 #include "deep500/op/op_registry.h"
 #ifdef D5_HAVE_ONNX

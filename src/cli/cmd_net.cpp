@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/core/error.h"
 #include "deep500/net/executor_metrics.h"
 #include "deep500/net/implementation_pins.h"

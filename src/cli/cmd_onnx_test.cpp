@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "cli_common.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/core/backend.h"
 #include "deep500/core/error.h"
 #ifdef D5_HAVE_ONNX

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/core/backend.h"
 #include "deep500/op/op_registry.h"
 
@@ -32,7 +33,7 @@ json coverage(const std::vector<std::string>& backends, std::map<std::string, st
     json entry = {{"op", op}, {"backends", json::object()}};
     for (const auto& b : backends) {
       Cell c;
-      for (const auto* impl : reg.implementations(op, b)) {
+      for (const auto& impl : reg.implementations(op, b)) {
         c.forward = true;
         c.backward |= impl->backward;
         c.implementations.push_back(impl->name);

@@ -9,6 +9,7 @@
 
 #include "cli_common.h"
 #include "progress.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/core/backend.h"
 #include "deep500/core/device.h"
 #include "deep500/core/error.h"

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/train/data_loader.h"
 #include "deep500/dist/distributed_sampler.h"
 #include "deep500/train/dataset.h"
@@ -221,7 +222,7 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
   std::unique_ptr<Optimizer> optimizer = make_optimizer(o.optimizer, hyperparameters(o));
   DistributedOptimizer* dist = nullptr;
   if (comm) {
-    auto wrapped = make_distributed_optimizer(o.dist.scheme, std::move(optimizer), comm);
+    auto wrapped = make_distributed_optimizer(o.dist.scheme, o.dist.given, std::move(optimizer), comm);
     dist = wrapped.get();
     optimizer = std::move(wrapped);
   }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli_common.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/core/backend.h"
 #include "deep500/core/build_info.h"
 #include "deep500/core/determinism.h"
@@ -72,14 +73,8 @@ int main(int argc, char** argv) {
                  "give freed memory back, so steps do not pay page faults by the luck of free order (docs/malloc.md)")
       ->check(CLI::IsMember({"system", "keep"}));
 
-  const std::vector<Command> commands = {register_info(app, global), register_stats(app, global),
-                                         register_ops(app, global), register_onnx_test(app, global),
-                                         register_peak(app, global), register_models(app, global),
-                                         register_net(app, global), register_data(app, global),
-                                         register_divergence(app, global), register_train(app, global),
-                                         register_compare(app, global), register_run(app, global),
-                                         register_report(app, global), register_rerun(app, global),
-                                         register_scaling(app, global)};
+  std::vector<Command> commands;
+  for (const auto& add : command_registry().values()) commands.push_back((*add)(app, global));
 
   if (const auto word = unknown_command(app, argc, argv)) {
     std::cerr << "d5: error: unknown command '" << *word << "' (run 'd5 --help' for the commands)\n";

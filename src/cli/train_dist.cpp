@@ -1,8 +1,11 @@
 // d5 train --dist (src/cli/train_dist.h).
 #include "train_dist.h"
 
-#include "deep500/dist/distributed_metrics.h"
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "deep500/core/error.h"
+#include "deep500/dist/distributed_metrics.h"
 #include "deep500/dist/mpi_world.h"
 
 namespace d5::cli {
@@ -10,29 +13,28 @@ namespace d5::cli {
 void add_dist_options(CLI::App& cmd, DistOptions& o) {
   std::vector<std::string> names;
   for (const auto& [n, d] : distributed_scheme_names()) names.push_back(n);
-  cmd.add_option("--dist", o.scheme.scheme,
-                 "Distributed scheme when run under mpirun/srun: dsgd, pssgd, asgd, ssgd, mavg, dpsgd, sparse "
-                 "(--batch is per rank)")
+  cmd.add_option("--dist", o.scheme,
+                 fmt::format("Distributed scheme when run under mpirun/srun: {} (--batch is per rank)",
+                             fmt::join(names, ", ")))
       ->check(CLI::IsMember(names));
-  cmd.add_option("--bucket-mb", o.scheme.bucket_mb, "dsgd: fuse gradients into allreduces of this many MiB (0: per tensor)")
-      ->check(CLI::NonNegativeNumber)
-      ->default_val(25);
-  cmd.add_option("--fuse-kb", o.scheme.fuse_kb,
-                 "dsgd: only gradients smaller than this many KiB are packed into buckets; larger ones are reduced "
-                 "alone, in place")
-      ->check(CLI::NonNegativeNumber)
-      ->default_val(o.scheme.fuse_kb);
-  cmd.add_flag("--no-overlap{false}", o.scheme.overlap,
-               "dsgd: reduce gradients after backprop instead of starting buckets as gradients become ready");
-  cmd.add_option("--staleness", o.scheme.staleness, "ssgd: apply gradients up to this many steps late")
-      ->check(CLI::NonNegativeNumber)
-      ->default_val(0);
-  cmd.add_option("--avg-every", o.scheme.average_every, "mavg: local steps between parameter averages")
-      ->check(CLI::PositiveNumber)
-      ->default_val(1);
-  cmd.add_option("--topk", o.scheme.topk, "sparse: fraction of gradient elements each rank sends, in (0, 1]")
-      ->check(CLI::Range(0.0, 1.0))
-      ->default_val(0.01);
+  // Each flag sets one scheme option; a scheme refuses a flag that is not one of its options.
+  auto option = [&](const std::string& flag, const std::string& name, const std::string& help) {
+    return cmd.add_option_function<double>(flag, [&o, name](double v) { o.given[name] = v; }, help);
+  };
+  option("--bucket-mb", "bucket_mb", "dsgd: fuse gradients into allreduces of this many MiB (0: per tensor; default 25)")
+      ->check(CLI::NonNegativeNumber);
+  option("--fuse-kb", "fuse_kb",
+         "dsgd: only gradients smaller than this many KiB are packed into buckets; larger ones are reduced "
+         "alone, in place (default 128)")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_flag_callback("--no-overlap", [&o] { o.given["overlap"] = 0; },
+                        "dsgd: reduce gradients after backprop instead of starting buckets as gradients become ready");
+  option("--staleness", "staleness", "ssgd: apply gradients up to this many steps late (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  option("--avg-every", "average_every", "mavg: local steps between parameter averages (default 1)")
+      ->check(CLI::PositiveNumber);
+  option("--topk", "topk", "sparse: fraction of gradient elements each rank sends, in (0, 1] (default 0.01)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd.add_option("--dist-timeout", o.timeout_s,
                  "Seconds a rank may go unheard before the watchdog ends the run naming it (default 20, or "
                  "$D5_WATCHDOG_TIMEOUT; 0: no watchdog)")
@@ -40,10 +42,15 @@ void add_dist_options(CLI::App& cmd, DistOptions& o) {
 }
 
 std::shared_ptr<Communicator> dist_communicator(const DistOptions& o) {
-  if (o.scheme.scheme.empty() && !launched_by_mpi_launcher()) return nullptr;
+  if (o.scheme.empty()) {
+    std::vector<std::string> given;
+    for (const auto& [name, value] : o.given) given.push_back(name);
+    D5_CHECK_ARG(given.empty(), "distributed scheme options ({}) need --dist", fmt::join(given, ", "));
+  }
+  if (o.scheme.empty() && !launched_by_mpi_launcher()) return nullptr;
   if (o.timeout_s >= 0) set_mpi_watchdog_timeout(o.timeout_s);
   auto comm = mpi_world();
-  if (o.scheme.scheme.empty()) {
+  if (o.scheme.empty()) {
     D5_CHECK_ARG(comm->size() == 1,
                  "d5 train runs on {} ranks but was not told how to distribute: add --dist dsgd (or pssgd, asgd, "
                  "ssgd, mavg, dpsgd, sparse)",
@@ -58,14 +65,10 @@ void add_distributed_results(Communicator& comm, const DistOptions& o, const Dis
   const nlohmann::json ranks = gather_at_root(comm, rank_metrics(comm, optimizer, result));
   if (comm.rank() != 0) return;
   c.level = "L3";
-  c.params["dist"] = {{"scheme", o.scheme.scheme},
+  // The scheme's own options, as it ran with them.
+  c.params["dist"] = {{"scheme", o.scheme},
                       {"ranks", comm.size()},
-                      {"bucket_mb", o.scheme.bucket_mb},
-                      {"fuse_kb", o.scheme.fuse_kb},
-                      {"overlap", o.scheme.overlap},
-                      {"staleness", o.scheme.staleness},
-                      {"avg_every", o.scheme.average_every},
-                      {"topk", o.scheme.topk},
+                      {"options", scheme_settings(o.scheme, o.given)},
                       {"watchdog_s", mpi_watchdog_timeout()},
                       {"global_batch", c.params.value("batch", int64_t{0}) * comm.size()}};
   c.extra["distributed"] = {{"summary", distributed_summary(ranks)}, {"ranks", ranks}};

@@ -6,16 +6,16 @@
 #include <CLI/CLI.hpp>
 
 #include "deep500/dist/communicator.h"
-#include "deep500/dist/distributed_optimizers.h"
+#include "deep500/dist/distributed_schemes.h"
 #include "deep500/metrics/results.h"
 #include "deep500/train/trainer.h"
 
 namespace d5::cli {
 
 struct DistOptions {
-  DistOptions() { scheme.scheme.clear(); }
-  DistributedOptions scheme;  // scheme.scheme empty (the default here): not distributed
-  double timeout_s = -1;       // the watchdog's; -1: $D5_WATCHDOG_TIMEOUT or the default
+  std::string scheme;      // empty (the default): not distributed
+  SchemeSettings given;    // the scheme options given on the command line; the rest default
+  double timeout_s = -1;   // the watchdog's; -1: $D5_WATCHDOG_TIMEOUT or the default
 };
 
 void add_dist_options(CLI::App& cmd, DistOptions& o);

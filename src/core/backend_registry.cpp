@@ -1,30 +1,27 @@
-#include <algorithm>
-
 #include "deep500/core/backend.h"
+#include "deep500/core/registry.h"
 
 namespace d5 {
 
 namespace {
-std::vector<BackendInfo>& registry() {
-  static std::vector<BackendInfo> r;
+Registry<BackendInfo>& registry() {
+  static Registry<BackendInfo> r("backend");
   return r;
 }
 }  // namespace
 
 void register_backend(BackendInfo info) {
-  auto& r = registry();
-  auto it = std::find_if(r.begin(), r.end(), [&](const auto& b) { return b.name == info.name; });
-  if (it != r.end()) *it = std::move(info);
-  else r.push_back(std::move(info));
+  std::string name = info.name, description = info.description;
+  registry().add(std::move(name), std::move(description), std::move(info));
 }
 
-const std::vector<BackendInfo>& backends() { return registry(); }
-
-const BackendInfo* find_backend(const std::string& name) {
-  for (const auto& b : registry())
-    if (b.name == name) return &b;
-  return nullptr;
+std::vector<BackendInfo> backends() {
+  std::vector<BackendInfo> out;
+  for (const auto& v : registry().values()) out.push_back(*v);
+  return out;
 }
+
+std::shared_ptr<const BackendInfo> find_backend(const std::string& name) { return registry().find(name); }
 
 }  // namespace d5
 

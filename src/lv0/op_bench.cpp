@@ -139,7 +139,7 @@ MetricRecord rate_record(const std::string& name, const std::string& unit, const
 }
 
 int threads_of(const std::string& backend) {
-  const BackendInfo* b = find_backend(backend);
+  const auto b = find_backend(backend);
   if (b && b->get_threads) return std::max(1, b->get_threads());
   return std::max(1, thread_settings().omp_max_threads);
 }
@@ -153,7 +153,7 @@ std::vector<std::string> built_backends() {
 // Why a case is skipped before it starts (backend missing or unavailable, over the memory
 // budget), or "".
 std::string skip_reason(const std::string& backend, int64_t need, const OpBenchOptions& o) {
-  const BackendInfo* info = find_backend(backend);
+  const auto info = find_backend(backend);
   if (!info)
     return fmt::format("backend '{}' is not built into this binary (built: {})", backend,
                        fmt::join(built_backends(), ", "));

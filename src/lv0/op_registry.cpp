@@ -9,6 +9,7 @@
 
 #include "deep500/core/backend.h"
 #include "deep500/core/error.h"
+#include "deep500/core/registry.h"
 
 namespace d5 {
 
@@ -17,52 +18,53 @@ OpRegistry& OpRegistry::global() {
   return r;
 }
 
+namespace {
+// Implementations are unique by (op type, backend, name).
+std::string key_of(const OpImplementation& i) { return i.op_type + "/" + i.backend + "/" + i.name; }
+}  // namespace
+
 void OpRegistry::add(OpImplementation impl) {
   D5_CHECK(static_cast<bool>(impl.create), Internal, "operator implementation {}/{} has no factory",
            impl.op_type, impl.name);
-  for (const auto& e : impls_)
-    D5_CHECK(!(e.op_type == impl.op_type && e.backend == impl.backend && e.name == impl.name), Internal,
-             "operator implementation {} of {} on {} is registered twice", impl.name, impl.op_type, impl.backend);
-  impls_.push_back(std::move(impl));
+  D5_CHECK(!impls_.contains(key_of(impl)), Internal, "operator implementation {} of {} on {} is registered twice",
+           impl.name, impl.op_type, impl.backend);
+  std::string key = key_of(impl), notes = impl.notes;
+  impls_.add(std::move(key), std::move(notes), std::move(impl));
 }
 
 void OpRegistry::add_or_replace(OpImplementation impl) {
-  for (auto& e : impls_)
-    if (e.op_type == impl.op_type && e.backend == impl.backend && e.name == impl.name) {
-      D5_CHECK(static_cast<bool>(impl.create), Internal, "operator implementation {}/{} has no factory",
-               impl.op_type, impl.name);
-      e = std::move(impl);
-      return;
-    }
-  add(std::move(impl));
+  D5_CHECK(static_cast<bool>(impl.create), Internal, "operator implementation {}/{} has no factory",
+           impl.op_type, impl.name);
+  std::string key = key_of(impl), notes = impl.notes;
+  impls_.add(std::move(key), std::move(notes), std::move(impl));
 }
 
-std::vector<const OpImplementation*> OpRegistry::implementations(const std::string& op_type,
-                                                                 const std::string& backend) const {
-  std::vector<const OpImplementation*> out;
-  for (const auto& e : impls_)
-    if (e.op_type == op_type && e.backend == backend) out.push_back(&e);
+std::vector<std::shared_ptr<const OpImplementation>> OpRegistry::implementations(const std::string& op_type,
+                                                                                 const std::string& backend) const {
+  std::vector<std::shared_ptr<const OpImplementation>> out;
+  for (auto& e : impls_.values())
+    if (e->op_type == op_type && e->backend == backend) out.push_back(std::move(e));
   return out;
 }
 
 std::vector<std::string> OpRegistry::op_types() const {
   std::set<std::string> s;
-  for (const auto& e : impls_) s.insert(e.op_type);
+  for (const auto& e : impls_.values()) s.insert(e->op_type);
   return {s.begin(), s.end()};
 }
 
 std::vector<std::string> OpRegistry::backends_of(const std::string& op_type) const {
   std::vector<std::string> out;
-  for (const auto& e : impls_)
-    if (e.op_type == op_type && std::find(out.begin(), out.end(), e.backend) == out.end())
-      out.push_back(e.backend);
+  for (const auto& e : impls_.values())
+    if (e->op_type == op_type && std::find(out.begin(), out.end(), e->backend) == out.end())
+      out.push_back(e->backend);
   return out;
 }
 
 namespace {
-std::unique_ptr<Operator> try_create(const std::vector<const OpImplementation*>& impls, const OpSpec& spec,
+std::unique_ptr<Operator> try_create(const std::vector<std::shared_ptr<const OpImplementation>>& impls, const OpSpec& spec,
                                      std::vector<Refusal>& refusals) {
-  for (const auto* impl : impls) {
+  for (const auto& impl : impls) {
     OpSpec s = spec;
     s.attrs.context = spec.label();
     auto r = impl->create(s);
@@ -107,7 +109,7 @@ std::unique_ptr<Operator> OpRegistry::create_with_fallback(const OpSpec& spec,
 
 std::vector<Refusal> OpRegistry::explain(const OpSpec& spec, const std::string& backend) const {
   std::vector<Refusal> out;
-  for (const auto* impl : implementations(spec.type, backend)) {
+  for (const auto& impl : implementations(spec.type, backend)) {
     OpSpec s = spec;
     s.attrs.context = spec.label();
     try {
@@ -122,14 +124,14 @@ std::vector<Refusal> OpRegistry::explain(const OpSpec& spec, const std::string& 
 }
 
 namespace {
-std::map<std::string, CustomOpAdapter>& adapters() {
-  static std::map<std::string, CustomOpAdapter> a;
+Registry<CustomOpAdapter>& adapters() {
+  static Registry<CustomOpAdapter> a("custom-operator adapter");
   return a;
 }
 }  // namespace
 
 void register_custom_op_adapter(const std::string& backend, CustomOpAdapter adapter) {
-  adapters()[backend] = std::move(adapter);
+  adapters().add(backend, "", std::move(adapter));
 }
 
 void register_custom_op(const std::string& op_type, OpFactory factory, bool backward, const std::string& notes) {
@@ -141,8 +143,8 @@ void register_custom_op(const std::string& op_type, OpFactory factory, bool back
     auto create = [factory, backend](const OpSpec& spec) -> OpCreateResult {
       OpCreateResult r = factory(spec);
       auto* op = std::get_if<std::unique_ptr<Operator>>(&r);
-      const auto it = adapters().find(backend);
-      if (op && it != adapters().end()) return it->second(std::move(*op));
+      const auto adapter = adapters().find(backend);
+      if (op && adapter) return (*adapter)(std::move(*op));
       return r;
     };
     OpRegistry::global().add_or_replace({op_type, backend, "custom", backward, create, notes});

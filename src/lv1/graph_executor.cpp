@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "deep500/core/error.h"
+#include "deep500/core/registry.h"
 
 namespace d5 {
 
@@ -55,45 +56,26 @@ void GraphExecutor::fire_after_executor(const TensorMap& outputs) {
 }
 
 namespace {
-struct ExecutorRegistry {
-  std::mutex mutex;
-  std::map<std::string, ExecutorFactory> factories;
-};
-ExecutorRegistry& registry() {
-  static ExecutorRegistry r;
+Registry<ExecutorFactory>& executors() {
+  static Registry<ExecutorFactory> r("graph executor", Registry<ExecutorFactory>::Order::name);
   return r;
 }
 }  // namespace
 
 void register_executor(const std::string& backend, ExecutorFactory factory) {
-  auto& r = registry();
-  std::lock_guard lock(r.mutex);
-  r.factories[backend] = std::move(factory);
+  executors().add(backend, "", std::move(factory));
 }
 
-std::vector<std::string> executor_backends() {
-  auto& r = registry();
-  std::lock_guard lock(r.mutex);
-  std::vector<std::string> out;
-  for (const auto& [name, f] : r.factories) out.push_back(name);
-  return out;
-}
+std::vector<std::string> executor_backends() { return executors().names(); }
 
 std::unique_ptr<GraphExecutor> make_executor(Network& network, const std::string& backend,
                                              const ExecutorOptions& options) {
-  ExecutorFactory factory;
-  {
-    auto& r = registry();
-    std::lock_guard lock(r.mutex);
-    auto it = r.factories.find(backend);
-    if (it != r.factories.end()) factory = it->second;
-  }
-  if (!factory) {
-    const auto known = executor_backends();
+  // Not a typo but a backend this binary was built without: Unimplemented, not InvalidArgument.
+  const auto factory = executors().find(backend);
+  if (!factory)
     throw Unimplemented(fmt::format("no graph executor for backend '{}' in this binary (executors: {})", backend,
-                                    known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
-  }
-  return factory(network, options);
+                                    executors().known()));
+  return (*factory)(network, options);
 }
 
 }  // namespace d5

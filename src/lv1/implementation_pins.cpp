@@ -16,7 +16,7 @@ std::vector<std::string> implementation_names(const std::string& op_type) {
   const OpRegistry& r = OpRegistry::global();
   std::vector<std::string> names;
   for (const auto& backend : r.backends_of(op_type))
-    for (const auto* impl : r.implementations(op_type, backend)) names.push_back(impl->name);
+    for (const auto& impl : r.implementations(op_type, backend)) names.push_back(impl->name);
   return names;
 }
 
@@ -57,7 +57,7 @@ CreatedOperator create_operator(const OpSpec& spec, const std::vector<std::strin
     return c;
   }
   for (c.backend = 0; c.backend < backends.size(); ++c.backend) {
-    for (const auto* impl : registry.implementations(spec.type, backends[c.backend])) {
+    for (const auto& impl : registry.implementations(spec.type, backends[c.backend])) {
       if (impl->name != pin->second) continue;
       OpSpec s = spec;
       s.attrs.context = spec.label();

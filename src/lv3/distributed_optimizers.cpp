@@ -13,13 +13,13 @@
 namespace d5 {
 
 ConsistentDecentralized::ConsistentDecentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm,
-                                                 double bucket_mb, bool overlap, double fuse_kb)
+                                                 Options o)
     : DistributedOptimizer(std::move(inner), std::move(comm)),
-      buckets_(static_cast<int64_t>(std::llround(bucket_mb * (1 << 20))), false,
-               static_cast<int64_t>(std::llround(fuse_kb * 1024))),
-      overlap_enabled_(overlap) {
-  D5_CHECK_ARG(bucket_mb >= 0 && std::isfinite(bucket_mb), "--bucket-mb must be >= 0, not {}", bucket_mb);
-  D5_CHECK_ARG(fuse_kb >= 0 && std::isfinite(fuse_kb), "--fuse-kb must be >= 0, not {}", fuse_kb);
+      buckets_(static_cast<int64_t>(std::llround(o.bucket_mb * (1 << 20))), false,
+               static_cast<int64_t>(std::llround(o.fuse_kb * 1024))),
+      overlap_enabled_(o.overlap) {
+  D5_CHECK_ARG(o.bucket_mb >= 0 && std::isfinite(o.bucket_mb), "--bucket-mb must be >= 0, not {}", o.bucket_mb);
+  D5_CHECK_ARG(o.fuse_kb >= 0 && std::isfinite(o.fuse_kb), "--fuse-kb must be >= 0, not {}", o.fuse_kb);
   set_hook([this](Network& n) {
     if (overlap_) {
       overlap_->complete(n);
@@ -51,9 +51,9 @@ TensorMap ConsistentDecentralized::distributed_step(GraphExecutor& executor, con
 }
 
 ConsistentCentralized::ConsistentCentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm,
-                                             int root)
-    : DistributedOptimizer(std::move(inner), std::move(comm)), root_(root) {
-  D5_CHECK_ARG(root >= 0 && root < comm_->size(), "parameter server rank {} does not exist (ranks 0..{})", root,
+                                             Options o)
+    : DistributedOptimizer(std::move(inner), std::move(comm)), root_(o.root) {
+  D5_CHECK_ARG(root_ >= 0 && root_ < comm_->size(), "parameter server rank {} does not exist (ranks 0..{})", root_,
                comm_->size() - 1);
   (void)three_step();
 }
@@ -137,9 +137,9 @@ void InconsistentCentralized::finish(Network& network) {
 }
 
 StaleSynchronous::StaleSynchronous(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm,
-                                   int64_t staleness)
-    : DistributedOptimizer(std::move(inner), std::move(comm)), staleness_(staleness) {
-  D5_CHECK_ARG(staleness >= 0, "--staleness must be >= 0, not {}", staleness);
+                                   Options o)
+    : DistributedOptimizer(std::move(inner), std::move(comm)), staleness_(o.staleness) {
+  D5_CHECK_ARG(staleness_ >= 0, "--staleness must be >= 0, not {}", staleness_);
   (void)three_step();
 }
 
@@ -170,9 +170,9 @@ void StaleSynchronous::finish(Network& network) {
   while (!pending_.empty()) apply_oldest(network);
 }
 
-ModelAverage::ModelAverage(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, int64_t every)
-    : DistributedOptimizer(std::move(inner), std::move(comm)), every_(every) {
-  D5_CHECK_ARG(every >= 1, "--avg-every must be >= 1, not {}", every);
+ModelAverage::ModelAverage(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, Options o)
+    : DistributedOptimizer(std::move(inner), std::move(comm)), every_(o.average_every) {
+  D5_CHECK_ARG(every_ >= 1, "--avg-every must be >= 1, not {}", every_);
 }
 
 TensorMap ModelAverage::distributed_step(GraphExecutor& executor, const TensorMap& feeds, const std::string& loss) {
@@ -214,9 +214,10 @@ TensorMap ConsistentNeighbors::distributed_step(GraphExecutor& executor, const T
   return out;
 }
 
-SparseAllreduce::SparseAllreduce(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, double topk)
-    : DistributedOptimizer(std::move(inner), std::move(comm)), topk_(topk) {
-  D5_CHECK_ARG(topk > 0 && topk <= 1, "--topk is the fraction of gradient elements sent, in (0, 1], not {}", topk);
+SparseAllreduce::SparseAllreduce(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, Options o)
+    : DistributedOptimizer(std::move(inner), std::move(comm)), topk_(o.topk) {
+  D5_CHECK_ARG(topk_ > 0 && topk_ <= 1, "--topk is the fraction of gradient elements sent, in (0, 1], not {}",
+               topk_);
   set_hook([this](Network& n) { reduce(n); });
 }
 
@@ -270,32 +271,6 @@ void SparseAllreduce::reduce(Network& network) {
   for (size_t j = 0; j < all_index.size(); ++j) dense[static_cast<size_t>(all_index[j])] += all_values[j];
   divide_in_place(dense.data(), total, DType::f32, comm_->size());
   unpack_f32(dense, grads);
-}
-
-std::vector<std::pair<std::string, std::string>> distributed_scheme_names() {
-  return {{"dsgd", "consistent decentralized: bucketed allreduce of gradients (--bucket-mb)"},
-          {"pssgd", "consistent centralized: synchronous parameter server at rank 0"},
-          {"asgd", "inconsistent centralized: asynchronous parameter server at rank 0, no barrier"},
-          {"ssgd", "stale synchronous: gradients applied up to --staleness steps late"},
-          {"mavg", "model averaging: parameters averaged every --avg-every steps"},
-          {"dpsgd", "consistent neighbours: parameters averaged with ring neighbours"},
-          {"sparse", "top-k sparsified allreduce with error feedback (--topk)"}};
-}
-
-std::unique_ptr<DistributedOptimizer> make_distributed_optimizer(const DistributedOptions& o,
-                                                                 std::unique_ptr<Optimizer> inner,
-                                                                 std::shared_ptr<Communicator> comm) {
-  if (o.scheme == "dsgd")
-    return std::make_unique<ConsistentDecentralized>(std::move(inner), comm, o.bucket_mb, o.overlap, o.fuse_kb);
-  if (o.scheme == "pssgd") return std::make_unique<ConsistentCentralized>(std::move(inner), comm, o.root);
-  if (o.scheme == "asgd") return std::make_unique<InconsistentCentralized>(std::move(inner), comm);
-  if (o.scheme == "ssgd") return std::make_unique<StaleSynchronous>(std::move(inner), comm, o.staleness);
-  if (o.scheme == "mavg") return std::make_unique<ModelAverage>(std::move(inner), comm, o.average_every);
-  if (o.scheme == "dpsgd") return std::make_unique<ConsistentNeighbors>(std::move(inner), comm);
-  if (o.scheme == "sparse") return std::make_unique<SparseAllreduce>(std::move(inner), comm, o.topk);
-  std::vector<std::string> names;
-  for (const auto& [n, d] : distributed_scheme_names()) names.push_back(n);
-  D5_THROW(InvalidArgument, "unknown distributed scheme '{}' (known: {})", o.scheme, fmt::join(names, ", "));
 }
 
 }  // namespace d5

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "deep500/core/runtime_libraries.h"
+#include "deep500/spi/backend_plugin.h"
 
 namespace d5::dist {
 
@@ -19,3 +20,8 @@ void register_mpi_library() {
 }
 
 }  // namespace d5::dist
+
+namespace d5::plugins {
+extern const BackendPlugin mpi;
+const BackendPlugin mpi{"mpi", &dist::register_mpi_library, nullptr, nullptr, nullptr};
+}  // namespace d5::plugins

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../integration/process.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/onnx/onnx_conformance.h"
 #include "deep500/op/op_registry.h"
 

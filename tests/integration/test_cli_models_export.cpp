@@ -8,6 +8,7 @@
 
 #include "../support/network_compare.h"
 #include "../support/onnx_cases.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/net/executor_validation.h"
 #include "deep500/net/model_zoo.h"
 #include "deep500/onnx/onnx_import.h"

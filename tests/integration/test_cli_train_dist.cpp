@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/temp_dir.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/onnx/onnx_import.h"
 #include "deep500/op/op_registry.h"
 #include "process.h"
@@ -80,7 +81,9 @@ TEST_F(CliTrainDist, EverySchemeOnTwoRanksEqualsOneProcessWithTheGlobalBatch) {
   // step, dpsgd (the one neighbour is everyone), sparse keeping every element.
   for (const std::string scheme : {"dsgd", "pssgd", "ssgd", "mavg", "dpsgd", "sparse"}) {
     const std::string model = path(scheme + ".onnx");
-    r = mpirun(2, train_args(8, 12, {"--dist", scheme, "--topk", "1", "--save-model", model}));
+    std::vector<std::string> more = {"--dist", scheme, "--save-model", model};
+    if (scheme == "sparse") more.insert(more.end(), {"--topk", "1"});  // its own option only
+    r = mpirun(2, train_args(8, 12, more));
     ASSERT_EQ(r.exit_code, 0) << scheme << ": " << r.err << r.out;
     // 12 steps of float sums in another order: a few ulps each.
     EXPECT_LT(model_difference(path("one.onnx"), model), 1e-5) << scheme;
@@ -112,6 +115,9 @@ TEST_F(CliTrainDist, RankZeroWritesEveryRanksMetrics) {
   EXPECT_EQ(c["level"], "L3");
   EXPECT_EQ(c["params"]["dist"]["scheme"], "dsgd");
   EXPECT_EQ(c["params"]["dist"]["global_batch"], 24);
+  // dsgd's own options, the given one and the defaults.
+  EXPECT_EQ(c["params"]["dist"]["options"],
+            (nlohmann::json{{"bucket_mb", 0.0}, {"fuse_kb", 128.0}, {"overlap", 1.0}}));
   const auto& ranks = c["extra"]["distributed"]["ranks"];
   ASSERT_EQ(ranks.size(), 3u);
   // Every rank allreduces the model's gradient bytes every step, one call per parameter tensor.
@@ -177,6 +183,18 @@ TEST_F(CliTrainDist, SeveralRanksWithoutASchemeAreRefused) {
   const auto r = mpirun(2, train_args(8, 2, {}));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--dist"), std::string::npos) << r.err;
+}
+
+// A scheme takes its own options only; options without a scheme are refused before MPI starts.
+TEST_F(CliTrainDist, AnotherSchemesOptionIsRefused) {
+  auto r = mpirun(1, train_args(8, 2, {"--dist", "ssgd", "--topk", "0.1"}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("distributed scheme 'ssgd' takes no option 'topk' (it is an option of sparse)"),
+            std::string::npos)
+      << r.err;
+  r = run_d5(train_args(8, 2, {"--staleness", "2"}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("distributed scheme options (staleness) need --dist"), std::string::npos) << r.err;
 }
 
 // Only rank 0 writes the checkpoint, so an unwritable path fails rank 0 alone while rank 1 waits

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "../support/network_compare.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/net/model_zoo.h"
 #include "deep500/onnx/onnx_conformance.h"
 #include "deep500/onnx/onnx_export.h"

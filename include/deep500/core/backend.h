@@ -1,6 +1,7 @@
 #pragma once
 // Registry of the backends ("frameworks") built into this binary.
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,7 @@ struct BackendInfo {
 };
 
 void register_backend(BackendInfo info);  // replaces an entry of the same name
-const std::vector<BackendInfo>& backends();
-const BackendInfo* find_backend(const std::string& name);
-// Registers every backend this binary was built with (defined in src/backends/builtin.cpp).
-void register_builtin_backends();
+std::vector<BackendInfo> backends();      // in registration order
+std::shared_ptr<const BackendInfo> find_backend(const std::string& name);  // null when not built
 
 }  // namespace d5

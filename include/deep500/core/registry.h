@@ -30,7 +30,9 @@ class Registry {
   enum class Order { registration, name };
 
   // `what` names an entry in messages: "optimizer", "dataset format", "distributed scheme".
-  explicit Registry(std::string what) : what_(std::move(what)) {}
+  // `order` is how listings and messages order the entries unless told otherwise.
+  explicit Registry(std::string what, Order order = Order::registration)
+      : what_(std::move(what)), order_(order) {}
 
   void add(std::string name, std::string description, Value value) {
     auto e = std::make_shared<const Entry>(Entry{std::move(name), std::move(description), std::move(value)});
@@ -45,23 +47,32 @@ class Registry {
   }
 
   // The entry, or nullptr. The shared_ptr keeps it alive even if it is replaced meanwhile.
-  std::shared_ptr<const Entry> find(const std::string& name) const {
+  std::shared_ptr<const Entry> find_entry(const std::string& name) const {
     std::lock_guard lock(mutex_);
     for (const auto& e : entries_)
       if (e->name == name) return e;
     return nullptr;
   }
-  bool contains(const std::string& name) const { return find(name) != nullptr; }
+  // The value, or nullptr; kept alive like find_entry's.
+  std::shared_ptr<const Value> find(const std::string& name) const {
+    auto e = find_entry(name);
+    return e ? std::shared_ptr<const Value>(e, &e->value) : nullptr;
+  }
+  bool contains(const std::string& name) const { return find_entry(name) != nullptr; }
 
   // The value; InvalidArgument "unknown WHAT 'NAME' (known: a, b, c)" otherwise.
-  Value get(const std::string& name) const {
-    if (auto e = find(name)) return e->value;
-    const auto known = names();
-    D5_THROW(InvalidArgument, "unknown {} '{}' (known: {})", what_, name,
-             known.empty() ? std::string("none registered") : fmt::format("{}", fmt::join(known, ", ")));
+  std::shared_ptr<const Value> get(const std::string& name) const {
+    if (auto v = find(name)) return v;
+    D5_THROW(InvalidArgument, "unknown {} '{}' (known: {})", what_, name, known());
+  }
+  // "a, b, c" in the registry's order, or "none registered": for messages.
+  std::string known() const {
+    const auto n = names();
+    return n.empty() ? std::string("none registered") : fmt::format("{}", fmt::join(n, ", "));
   }
 
-  std::vector<std::shared_ptr<const Entry>> entries(Order order = Order::registration) const {
+  std::vector<std::shared_ptr<const Entry>> entries() const { return entries(order_); }
+  std::vector<std::shared_ptr<const Entry>> entries(Order order) const {
     std::vector<std::shared_ptr<const Entry>> out;
     {
       std::lock_guard lock(mutex_);
@@ -71,13 +82,21 @@ class Registry {
       std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->name < b->name; });
     return out;
   }
-  std::vector<std::string> names(Order order = Order::registration) const {
+  // Every value, in registration order (kept alive like find's).
+  std::vector<std::shared_ptr<const Value>> values() const {
+    std::vector<std::shared_ptr<const Value>> out;
+    for (const auto& e : entries(Order::registration)) out.emplace_back(e, &e->value);
+    return out;
+  }
+  std::vector<std::string> names() const { return names(order_); }
+  std::vector<std::string> names(Order order) const {
     std::vector<std::string> out;
     for (const auto& e : entries(order)) out.push_back(e->name);
     return out;
   }
   // (name, description) pairs, as `d5 ... list` commands print them.
-  std::vector<std::pair<std::string, std::string>> descriptions(Order order = Order::registration) const {
+  std::vector<std::pair<std::string, std::string>> descriptions() const { return descriptions(order_); }
+  std::vector<std::pair<std::string, std::string>> descriptions(Order order) const {
     std::vector<std::pair<std::string, std::string>> out;
     for (const auto& e : entries(order)) out.emplace_back(e->name, e->description);
     return out;
@@ -86,6 +105,7 @@ class Registry {
 
  private:
   std::string what_;
+  Order order_;
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<const Entry>> entries_;
 };

@@ -14,24 +14,17 @@
 
 namespace d5 {
 
-struct DistributedOptions {
-  std::string scheme = "dsgd";
-  double bucket_mb = 25;      // dsgd: most MiB fused into one allreduce; 0: one allreduce per tensor
-  double fuse_kb = BucketPolicy::kDefaultFuseBelowBytes / 1024.0;  // dsgd: only smaller tensors are fused
-  bool overlap = true;        // dsgd: start buckets during backprop (gradient_overlap.h)
-  int64_t staleness = 0;      // ssgd: updates may use gradients up to this many steps old
-  int64_t average_every = 1;  // mavg: local steps between parameter averages
-  double topk = 0.01;         // sparse: fraction of gradient elements each rank sends, in (0, 1]
-  int root = 0;               // pssgd: the parameter server's rank
-};
-
 // DSGD: the mean of all ranks' gradients by bucketed allreduce, then the wrapped update on every
 // rank. Works with any optimizer that calls the gradient hook. With overlap, buckets start during
 // backprop as their gradients become ready (OverlappedAllreduce); without, after it.
 class ConsistentDecentralized : public DistributedOptimizer {
  public:
-  ConsistentDecentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, double bucket_mb,
-                          bool overlap = true, double fuse_kb = BucketPolicy::kDefaultFuseBelowBytes / 1024.0);
+  struct Options {
+    double bucket_mb = 25;  // most MiB fused into one allreduce; 0: one allreduce per tensor
+    double fuse_kb = BucketPolicy::kDefaultFuseBelowBytes / 1024.0;  // only smaller tensors are fused
+    bool overlap = true;    // start buckets during backprop (gradient_overlap.h)
+  };
+  ConsistentDecentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, Options options);
   ~ConsistentDecentralized() override;
   std::string scheme() const override { return "dsgd"; }
   const TensorBuckets& buckets() const { return buckets_; }
@@ -52,7 +45,10 @@ class ConsistentDecentralized : public DistributedOptimizer {
 // wrapped optimizer (the only copy of its state), parameters broadcast back.
 class ConsistentCentralized : public DistributedOptimizer {
  public:
-  ConsistentCentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, int root);
+  struct Options {
+    int root = 0;  // the parameter server's rank
+  };
+  ConsistentCentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, Options options);
   std::string scheme() const override { return "pssgd"; }
 
  protected:
@@ -85,7 +81,10 @@ class InconsistentCentralized : public DistributedOptimizer {
 // steps apply no update; finish() applies the last s.
 class StaleSynchronous : public DistributedOptimizer {
  public:
-  StaleSynchronous(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, int64_t staleness);
+  struct Options {
+    int64_t staleness = 0;  // updates may use gradients up to this many steps old
+  };
+  StaleSynchronous(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, Options options);
   std::string scheme() const override { return "ssgd"; }
   void finish(Network& network) override;
 
@@ -106,7 +105,10 @@ class StaleSynchronous : public DistributedOptimizer {
 // at finish() when local steps remain. k = 1 with plain SGD is DSGD.
 class ModelAverage : public DistributedOptimizer {
  public:
-  ModelAverage(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, int64_t every);
+  struct Options {
+    int64_t average_every = 1;  // local steps between parameter averages
+  };
+  ModelAverage(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, Options options);
   std::string scheme() const override { return "mavg"; }
   void finish(Network& network) override;
 
@@ -139,7 +141,10 @@ class ConsistentNeighbors : public DistributedOptimizer {
 // is DSGD.
 class SparseAllreduce : public DistributedOptimizer {
  public:
-  SparseAllreduce(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, double topk);
+  struct Options {
+    double topk = 0.01;  // fraction of gradient elements each rank sends, in (0, 1]
+  };
+  SparseAllreduce(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, Options options);
   std::string scheme() const override { return "sparse"; }
   // Steps that went dense (the gathered pairs would have outweighed the dense vector).
   int64_t dense_steps() const { return dense_steps_; }
@@ -153,12 +158,5 @@ class SparseAllreduce : public DistributedOptimizer {
   std::vector<float> residual_;
   int64_t dense_steps_ = 0;
 };
-
-// A scheme by name: dsgd, pssgd, asgd, ssgd, mavg, dpsgd, sparse. InvalidArgument listing the names
-// for an unknown one or an out-of-range option.
-std::unique_ptr<DistributedOptimizer> make_distributed_optimizer(const DistributedOptions& options,
-                                                                 std::unique_ptr<Optimizer> inner,
-                                                                 std::shared_ptr<Communicator> comm);
-std::vector<std::pair<std::string, std::string>> distributed_scheme_names();  // name, description
 
 }  // namespace d5

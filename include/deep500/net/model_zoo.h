@@ -40,7 +40,10 @@ struct ZooModel {
 };
 
 // Every model, in the order `d5 models list` prints them.
-const std::vector<ZooModel>& zoo_models();
+std::vector<ZooModel> zoo_models();
+// Adds a model (or replaces the one of the same name), e.g. from a user's program: build_model,
+// `d5 net`, `d5 train` and `d5 models` then know it.
+void register_model(ZooModel model);
 // InvalidArgument listing the known names for an unknown one, or naming the option a model cannot
 // take (an input too small for its pooling, a batch below 1).
 Network build_model(const std::string& name, const ModelOptions& options = {});

@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "deep500/core/registry.h"
 #include "deep500/op/operator.h"
 
 namespace d5 {
@@ -37,8 +38,9 @@ class OpRegistry {
   // Adds, or replaces the implementation with the same (op_type, backend, name): for operators
   // registered at run time, which may be rebuilt and registered again.
   void add_or_replace(OpImplementation impl);
-  std::vector<const OpImplementation*> implementations(const std::string& op_type,
-                                                       const std::string& backend) const;
+  // In registration order; each kept alive even if it is replaced meanwhile.
+  std::vector<std::shared_ptr<const OpImplementation>> implementations(const std::string& op_type,
+                                                                       const std::string& backend) const;
   std::vector<std::string> op_types() const;  // sorted, every type with any implementation
   std::vector<std::string> backends_of(const std::string& op_type) const;
 
@@ -53,15 +55,12 @@ class OpRegistry {
   std::vector<Refusal> explain(const OpSpec& spec, const std::string& backend) const;
 
  private:
-  std::vector<OpImplementation> impls_;
+  Registry<OpImplementation> impls_{"operator implementation"};  // by "type/backend/name"
 };
-
-// Registers the operators of every backend built into this binary (once).
-void register_builtin_operators();
 
 // Adds `factory` as implementation "custom" of `op_type` on every backend registered so far (and
 // always on "reference"), so a user operator runs inside any executor whatever backend it asks
-// for; call it after register_builtin_operators(). Replaces an earlier registration. On a backend
+// for; call it after register_builtin_operators() (backends/builtin.h). Replaces an earlier registration. On a backend
 // with a custom-operator adapter the operators the factory creates are passed through it.
 void register_custom_op(const std::string& op_type, OpFactory factory, bool backward, const std::string& notes = "");
 

@@ -94,6 +94,10 @@ class ChoiceSampler : public Sampler {
 // Sampler by name: "ordered", "shuffle", "bucket" (automatic boundaries), "choice" (uniform,
 // with replacement, one dataset's worth per epoch: a bootstrap), "balanced" (class-balanced
 // choice with replacement). InvalidArgument listing the names for an unknown one.
+// register_sampler adds one (or replaces one of the same name), e.g. from a user's program.
+using SamplerFactory =
+    std::function<std::unique_ptr<Sampler>(const Dataset& dataset, int64_t batch_size, bool drop_last, uint64_t seed)>;
+void register_sampler(const std::string& name, const std::string& description, SamplerFactory factory);
 std::unique_ptr<Sampler> make_sampler(const std::string& name, const Dataset& dataset, int64_t batch_size,
                                       bool drop_last, uint64_t seed);
 std::vector<std::pair<std::string, std::string>> sampler_names();  // name, description

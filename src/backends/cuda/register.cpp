@@ -5,6 +5,7 @@
 #include "deep500/core/backend.h"
 #include "deep500/core/device.h"
 #include "deep500/core/runtime_libraries.h"
+#include "deep500/spi/backend_plugin.h"
 
 namespace d5::cuda {
 
@@ -59,3 +60,8 @@ void register_backend() {
 }
 
 }  // namespace d5::cuda
+
+namespace d5::plugins {
+extern const BackendPlugin cuda;
+const BackendPlugin cuda{"cuda", &d5::cuda::register_backend, nullptr, nullptr, nullptr};
+}  // namespace d5::plugins

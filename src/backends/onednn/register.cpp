@@ -4,6 +4,7 @@
 
 #include "deep500/core/backend.h"
 #include "deep500/core/runtime_libraries.h"
+#include "deep500/spi/backend_plugin.h"
 #include "onednn_common.h"
 
 namespace d5::onednn {
@@ -32,4 +33,12 @@ void register_operators(OpRegistry& r) {
   register_matmul_ops(r);
 }
 
+void register_executor();  // executor.cpp
+
 }  // namespace d5::onednn
+
+namespace d5::plugins {
+extern const BackendPlugin onednn;
+const BackendPlugin onednn{"onednn", &d5::onednn::register_backend, &d5::onednn::register_operators,
+                           &d5::onednn::register_executor, nullptr};
+}  // namespace d5::plugins

@@ -1,5 +1,9 @@
+// The reference backend: its info, its operators and its executor, and the plugin that lists them
+// (spi/backend_plugin.h).
 #include "deep500/core/backend.h"
 #include "deep500/core/build_info.h"
+#include "deep500/net/operator_executor.h"
+#include "deep500/spi/backend_plugin.h"
 #include "ref_common.h"
 
 namespace d5::reference {
@@ -39,4 +43,23 @@ void register_all() {
   (void)once;
 }
 
+namespace {
+
+// Once: the torch backend registers them too, for the shapes it validates against.
+void register_operators_once(OpRegistry& /*global*/) { register_all(); }
+
+void register_executors() {
+  register_executor("reference", [](Network& network, const ExecutorOptions& o) -> std::unique_ptr<GraphExecutor> {
+    return std::make_unique<ReferenceExecutor>(network, operator_executor_options(o));
+  });
+}
+
+}  // namespace
+
 }  // namespace d5::reference
+
+namespace d5::plugins {
+extern const BackendPlugin reference;
+const BackendPlugin reference{"reference", &d5::reference::register_backend, &d5::reference::register_operators_once,
+                              &d5::reference::register_executors, nullptr};
+}  // namespace d5::plugins

@@ -9,6 +9,7 @@
 #include "deep500/core/backend.h"
 #include "deep500/net/graph_executor.h"
 #include "deep500/core/runtime_libraries.h"
+#include "deep500/spi/backend_plugin.h"
 #include "torch_executor.h"
 #include "torch_op.h"
 
@@ -31,6 +32,13 @@ void register_backend() {
   b.get_threads = [] { return at::get_num_threads(); };
   register_runtime_library("libtorch", b.version);
   d5::register_backend(std::move(b));
+  // Custom operators registered on "torch" become autograd functions, usable in ATen graphs.
+  register_custom_op_adapter("torch", [](std::unique_ptr<Operator> op) -> std::unique_ptr<Operator> {
+    return std::make_unique<AutogradOp>(std::move(op));
+  });
+}
+
+void register_executors() {
   register_executor("torch", [](Network& net, const ExecutorOptions& options) -> std::unique_ptr<GraphExecutor> {
     // Pins name registry implementations; this executor runs ATen kernels chosen by LibTorch.
     if (!options.pins.empty())
@@ -39,11 +47,6 @@ void register_backend() {
                                       options.pins.begin()->first, options.pins.begin()->second));
     return std::make_unique<TorchExecutor>(net, options);
   });
-  // Custom operators registered on "torch" become autograd functions, usable in ATen graphs.
-  register_custom_op_adapter("torch", [](std::unique_ptr<Operator> op) -> std::unique_ptr<Operator> {
-    return std::make_unique<AutogradOp>(std::move(op));
-  });
-  register_optimizers();
 }
 
 // The one list of torch operator families.
@@ -57,3 +60,9 @@ void register_operators(OpRegistry& r) {
 }
 
 }  // namespace d5::torch_backend
+
+namespace d5::plugins {
+extern const BackendPlugin torch;
+const BackendPlugin torch{"torch", &torch_backend::register_backend, &torch_backend::register_operators,
+                          &torch_backend::register_executors, &torch_backend::register_optimizers};
+}  // namespace d5::plugins

@@ -96,7 +96,8 @@ class DeterminismScope {
 
 TorchExecutor::TorchExecutor(Network& network, const ExecutorOptions& options)
     : GraphExecutor(network), options_(options) {
-  register_builtin_operators();
+  // Its kernels come from the torch backend's operators, registered with the executor itself
+  // (register_builtin_operators); a program that constructs it directly registers them first.
   plan();
 }
 

@@ -1,10 +1,9 @@
 // The zoo's registry: names, descriptions and default inputs, and option resolution.
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "deep500/core/error.h"
+#include "deep500/core/registry.h"
 #include "deep500/op/op_registry.h"
 #include "zoo_builder.h"
 
@@ -15,11 +14,11 @@ namespace {
 using Dims = std::vector<int64_t>;
 const Dims kImageNet = {3, 224, 224}, kCifar = {3, 32, 32}, kMnist = {1, 28, 28};
 
-std::vector<ZooModel> make_models() {
-  std::vector<ZooModel> m;
+Registry<ZooModel>* make_models() {
+  auto* m = new Registry<ZooModel>("model");
   auto add = [&](std::string name, std::string description, Dims input, int64_t classes,
                  std::function<Network(const ModelOptions&)> build) {
-    m.push_back({std::move(name), std::move(description), std::move(input), classes, std::move(build)});
+    m->add(name, description, {name, description, std::move(input), classes, std::move(build)});
   };
   add("lenet5", "LeNet-5: two 5x5 convolutions, three linear layers (MNIST)", kMnist, 10, zoo::build_lenet5);
   add("mlp", "MLP: 512-256 hidden units with ReLU", kMnist, 10, zoo::build_mlp);
@@ -54,21 +53,26 @@ std::vector<ZooModel> make_models() {
   return m;
 }
 
+Registry<ZooModel>& models() {
+  static Registry<ZooModel>* r = make_models();
+  return *r;
+}
+
 }  // namespace
 
-const std::vector<ZooModel>& zoo_models() {
-  static const std::vector<ZooModel> models = make_models();
-  return models;
+void register_model(ZooModel model) {
+  std::string name = model.name, description = model.description;
+  models().add(std::move(name), std::move(description), std::move(model));
+}
+
+std::vector<ZooModel> zoo_models() {
+  std::vector<ZooModel> out;
+  for (const auto& m : models().values()) out.push_back(*m);
+  return out;
 }
 
 Network build_model(const std::string& name, const ModelOptions& options) {
-  const auto& models = zoo_models();
-  auto it = std::find_if(models.begin(), models.end(), [&](const ZooModel& m) { return m.name == name; });
-  if (it == models.end()) {
-    std::vector<std::string> names;
-    for (const auto& m : models) names.push_back(m.name);
-    D5_THROW(InvalidArgument, "unknown model '{}'; the zoo has: {}", name, fmt::join(names, ", "));
-  }
+  const std::shared_ptr<const ZooModel> it = models().get(name);
   ModelOptions o = options;
   D5_CHECK_ARG(o.batch >= 1, "model '{}': batch must be at least 1, got {}", name, o.batch);
   D5_CHECK_ARG(o.classes >= 0, "model '{}': classes must be positive (0 for the default {}), got {}", name,

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "deep500/core/error.h"
+#include "deep500/core/registry.h"
 #include "deep500/core/rng.h"
 
 namespace d5 {
@@ -199,50 +200,41 @@ std::vector<double> ChoiceSampler::class_balanced_weights(const Dataset& dataset
 
 namespace {
 
-struct SamplerKind {
-  const char* name;
-  const char* description;
-  std::function<std::unique_ptr<Sampler>(const Dataset&, int64_t, bool, uint64_t)> make;
-};
-
-const std::vector<SamplerKind>& sampler_kinds() {
-  static const std::vector<SamplerKind> kinds = {
-      {"ordered", "indices in order, every epoch the same",
-       [](const Dataset& d, int64_t b, bool dl, uint64_t s) { return std::make_unique<OrderedSampler>(d.size(), b, dl, s); }},
-      {"shuffle", "a fresh permutation every epoch",
-       [](const Dataset& d, int64_t b, bool dl, uint64_t s) { return std::make_unique<ShuffleSampler>(d.size(), b, dl, s); }},
-      {"bucket", "variable-length samples batched by length bucket (automatic boundaries)",
-       [](const Dataset& d, int64_t b, bool dl, uint64_t s) { return std::make_unique<BucketSampler>(d, b, dl, s); }},
-      {"choice", "uniform random choice with replacement, one dataset's worth per epoch (bootstrap)",
-       [](const Dataset& d, int64_t b, bool dl, uint64_t s) {
-         return std::make_unique<ChoiceSampler>(d.size(), b, dl, s, ChoiceOptions{});
-       }},
-      {"balanced", "class-balanced random choice with replacement, one dataset's worth per epoch",
-       [](const Dataset& d, int64_t b, bool dl, uint64_t s) {
-         ChoiceOptions o;
-         o.weights = ChoiceSampler::class_balanced_weights(d);
-         return std::make_unique<ChoiceSampler>(d.size(), b, dl, s, std::move(o));
-       }},
-  };
-  return kinds;
+Registry<SamplerFactory>& samplers() {
+  static Registry<SamplerFactory>* r = [] {
+    auto* reg = new Registry<SamplerFactory>("sampler");
+    reg->add("ordered", "indices in order, every epoch the same",
+             [](const Dataset& d, int64_t b, bool dl, uint64_t s) { return std::make_unique<OrderedSampler>(d.size(), b, dl, s); });
+    reg->add("shuffle", "a fresh permutation every epoch",
+             [](const Dataset& d, int64_t b, bool dl, uint64_t s) { return std::make_unique<ShuffleSampler>(d.size(), b, dl, s); });
+    reg->add("bucket", "variable-length samples batched by length bucket (automatic boundaries)",
+             [](const Dataset& d, int64_t b, bool dl, uint64_t s) { return std::make_unique<BucketSampler>(d, b, dl, s); });
+    reg->add("choice", "uniform random choice with replacement, one dataset's worth per epoch (bootstrap)",
+             [](const Dataset& d, int64_t b, bool dl, uint64_t s) {
+               return std::make_unique<ChoiceSampler>(d.size(), b, dl, s, ChoiceOptions{});
+             });
+    reg->add("balanced", "class-balanced random choice with replacement, one dataset's worth per epoch",
+             [](const Dataset& d, int64_t b, bool dl, uint64_t s) {
+               ChoiceOptions o;
+               o.weights = ChoiceSampler::class_balanced_weights(d);
+               return std::make_unique<ChoiceSampler>(d.size(), b, dl, s, std::move(o));
+             });
+    return reg;
+  }();
+  return *r;
 }
 
 }  // namespace
 
-std::unique_ptr<Sampler> make_sampler(const std::string& name, const Dataset& dataset, int64_t batch_size,
-                                      bool drop_last, uint64_t seed) {
-  std::vector<std::string> known;
-  for (const auto& k : sampler_kinds()) {
-    if (name == k.name) return k.make(dataset, batch_size, drop_last, seed);
-    known.emplace_back(k.name);
-  }
-  D5_THROW(InvalidArgument, "unknown sampler '{}' (known: {})", name, fmt::join(known, ", "));
+void register_sampler(const std::string& name, const std::string& description, SamplerFactory factory) {
+  samplers().add(name, description, std::move(factory));
 }
 
-std::vector<std::pair<std::string, std::string>> sampler_names() {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& k : sampler_kinds()) out.emplace_back(k.name, k.description);
-  return out;
+std::unique_ptr<Sampler> make_sampler(const std::string& name, const Dataset& dataset, int64_t batch_size,
+                                      bool drop_last, uint64_t seed) {
+  return (*samplers().get(name))(dataset, batch_size, drop_last, seed);
 }
+
+std::vector<std::pair<std::string, std::string>> sampler_names() { return samplers().descriptions(); }
 
 }  // namespace d5

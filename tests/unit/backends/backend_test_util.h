@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "deep500/backends/builtin.h"
 #include "deep500/op/op_registry.h"
 #include "deep500/core/rng.h"
 #include "deep500/op/validation.h"

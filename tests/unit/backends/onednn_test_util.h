@@ -2,6 +2,7 @@
 // Helpers for the oneDNN backend tests: every operator is checked against the reference backend
 // (forward outputs and input gradients for the same upstream gradients).
 #include "../ops/op_test_util.h"
+#include "deep500/backends/builtin.h"
 #include "backend_test_util.h"
 
 namespace d5::test {

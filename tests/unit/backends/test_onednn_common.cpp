@@ -1,6 +1,7 @@
 // oneDNN backend behaviour shared by every operator: refusals with reasons, fallback, creation-time
 // preparation (no primitive is created by forward or backward) and implementation names.
 #include "backends/onednn/onednn_common.h"
+#include "deep500/backends/builtin.h"
 #include "onednn_test_util.h"
 
 namespace d5::test {
@@ -46,7 +47,7 @@ TEST(OnednnBackend, EveryOperatorStatesItsLimits) {
   register_builtin_operators();
   int count = 0;
   for (const auto& type : OpRegistry::global().op_types())
-    for (const auto* impl : OpRegistry::global().implementations(type, "onednn")) {
+    for (const auto& impl : OpRegistry::global().implementations(type, "onednn")) {
       EXPECT_FALSE(impl->notes.empty()) << type;
       EXPECT_TRUE(impl->backward) << type;
       ++count;

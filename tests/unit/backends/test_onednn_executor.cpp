@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "../lv1/executor_test_nets.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/net/executor_metrics.h"
 #include "deep500/net/executor_validation.h"
 #include "deep500/op/op_registry.h"

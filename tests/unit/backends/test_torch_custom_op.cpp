@@ -12,6 +12,7 @@
 
 #include "../../../src/backends/torch/custom_autograd.h"
 #include "../custom/custom_op_test_cache.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/op/custom_op_compiler.h"
 #include "deep500/op/native_op.h"
 #include "deep500/op/op_registry.h"

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "../../../src/backends/torch/torch_op.h"
+#include "deep500/backends/builtin.h"
 #include "torch_test_util.h"
 
 namespace d5::test {

@@ -1,6 +1,7 @@
 // Torch shape and data-movement ops against the reference, for several dtypes (they move bytes,
 // so every dtype must come out bit-identical).
 #include "torch_test_util.h"
+#include "deep500/backends/builtin.h"
 
 namespace d5::test {
 

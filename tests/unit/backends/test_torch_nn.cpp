@@ -3,6 +3,7 @@
 // (asymmetric, auto_pad SAME, pooling pads beyond half the kernel), with ceil_mode, dilations,
 // groups and strides.
 #include "torch_test_util.h"
+#include "deep500/backends/builtin.h"
 
 namespace d5::test {
 

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "torch_test_util.h"
+#include "deep500/backends/builtin.h"
 
 namespace d5::test {
 

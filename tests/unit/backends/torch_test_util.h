@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../ops/op_test_util.h"
+#include "deep500/backends/builtin.h"
 #include "backend_test_util.h"
 
 namespace d5::test {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "deep500/backends/builtin.h"
 #include "deep500/net/executor_metrics.h"
 #include "deep500/op/op_registry.h"
 #include "deep500/net/operator_executor.h"

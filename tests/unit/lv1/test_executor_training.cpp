@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "deep500/backends/builtin.h"
 #include "deep500/net/graph_executor.h"
 #include "deep500/op/op_registry.h"
 #include "executor_test_nets.h"

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "deep500/backends/builtin.h"
 #include "deep500/net/executor_validation.h"
 #include "deep500/op/native_op.h"
 #include "deep500/op/op_registry.h"

@@ -1,6 +1,7 @@
 // bench_network: what `d5 net` runs, on hand-built networks.
 #include <gtest/gtest.h>
 
+#include "deep500/backends/builtin.h"
 #include "deep500/core/error.h"
 #include "deep500/net/executor_metrics.h"
 #include "deep500/net/executor_validation.h"

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "deep500/backends/builtin.h"
 #include "deep500/core/backend.h"
 #include "deep500/core/error.h"
 #include "deep500/op/native_op.h"

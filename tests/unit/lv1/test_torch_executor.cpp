@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "backends/torch/torch_executor.h"
+#include "deep500/backends/builtin.h"
 #include "deep500/core/error.h"
 #include "deep500/net/executor_validation.h"
 #include "deep500/net/graph_executor.h"

@@ -5,8 +5,10 @@
 
 #include <cmath>
 
+#include "deep500/backends/builtin.h"
 #include "deep500/core/backend.h"
 #include "deep500/dist/distributed_optimizers.h"
+#include "deep500/dist/distributed_schemes.h"
 #include "deep500/dist/distributed_sampler.h"
 #include "deep500/net/graph_executor.h"
 #include "deep500/net/model_zoo.h"
@@ -18,6 +20,12 @@
 
 namespace d5 {
 namespace {
+
+// A scheme and the options given to it (the rest take their defaults).
+struct Dist {
+  std::string scheme = "dsgd";
+  SchemeSettings set;
+};
 
 constexpr int64_t kFeatures = 12, kClasses = 4, kPerRank = 4, kSamples = 96, kSteps = 6;
 
@@ -89,13 +97,13 @@ class DistributedOptimizerTest : public testing::Test {
   }
 
   // N ranks, batch b each, partitioned ordered batches, the scheme wrapping the optimizer.
-  std::vector<float> distributed(const DistributedOptions& o, const std::string& optimizer, const Hyperparameters& h,
+  std::vector<float> distributed(const Dist& o, const std::string& optimizer, const Hyperparameters& h,
                                  DistributedOptimizer** keep = nullptr, std::shared_ptr<Communicator> via = nullptr) {
     net = std::make_unique<Network>(mlp(kPerRank));
     ExecutorOptions eo;
     eo.deterministic = true;
     exec = make_executor(*net, "reference", eo);
-    dist = make_distributed_optimizer(o, make_optimizer(optimizer, h), via ? via : comm);
+    dist = make_distributed_optimizer(o.scheme, o.set, make_optimizer(optimizer, h), via ? via : comm);
     auto ordered = [](int64_t global) { return std::make_unique<OrderedSampler>(kSamples, global, true); };
     DistributedSampler sampler(ordered, kSamples, kPerRank, 0, comm->rank(), comm->size(), Distribution::partitioned);
     for (int64_t s = 0; s < kSteps; ++s) {
@@ -138,7 +146,7 @@ const Hyperparameters kSgd = {{"lr", 0.1}};
 
 TEST_F(DistributedOptimizerTest, DsgdEqualsOneProcessWithTheGlobalBatch) {
   const auto want = one_process("sgd", kSgd);
-  DistributedOptions o;
+  Dist o;
   const auto got = distributed(o, "sgd", kSgd);
   EXPECT_TRUE(ranks_agree(got));
   expect_close(got, want, "dsgd");
@@ -147,26 +155,26 @@ TEST_F(DistributedOptimizerTest, DsgdEqualsOneProcessWithTheGlobalBatch) {
 }
 
 TEST_F(DistributedOptimizerTest, DsgdPerTensorAndWithMomentum) {
-  DistributedOptions o;
-  o.bucket_mb = 0;
+  Dist o;
+  o.set["bucket_mb"] = 0;
   expect_close(distributed(o, "sgd", kSgd), one_process("sgd", kSgd), "dsgd per tensor");
   const Hyperparameters m = {{"lr", 0.05}, {"momentum", 0.9}};
-  o.bucket_mb = 1;
+  o.set["bucket_mb"] = 1;
   expect_close(distributed(o, "momentum", m), one_process("momentum", m), "dsgd momentum");
 }
 
 // Per-tensor buckets on the reference executor: from the second step on, every gradient's
 // allreduce starts inside the backward pass, the last one's (the first layer) included.
 TEST_F(DistributedOptimizerTest, DsgdStartsAllreducesDuringBackprop) {
-  DistributedOptions o;
-  o.bucket_mb = 0;
+  Dist o;
+  o.set["bucket_mb"] = 0;
   const auto with_overlap = distributed(o, "sgd", kSgd);
   const auto* d = dynamic_cast<const ConsistentDecentralized*>(dist.get());
   ASSERT_NE(d, nullptr);
   ASSERT_NE(d->overlap(), nullptr);
   EXPECT_EQ(d->overlap()->planned_buckets(), parameter_tensors(*net).size());
   EXPECT_EQ(d->overlap()->started_during_backprop(), d->overlap()->planned_buckets());
-  o.overlap = false;
+  o.set["overlap"] = 0;
   const auto without = distributed(o, "sgd", kSgd);
   EXPECT_EQ(dynamic_cast<const ConsistentDecentralized*>(dist.get())->overlap(), nullptr);
   // The same sums, started earlier. Overlap uses MPI's nonblocking allreduce and the other path
@@ -191,8 +199,8 @@ CollectiveVolume allreduces(const CommunicationVolume& v) {
 }
 
 TEST_F(DistributedOptimizerTest, DsgdCountsTheGradientBytesPerStep) {
-  DistributedOptions o;
-  o.bucket_mb = 0;
+  Dist o;
+  o.set["bucket_mb"] = 0;
   DistributedOptimizer* d = nullptr;
   distributed(o, "sgd", kSgd, &d);
   const int64_t grad_bytes = static_cast<int64_t>(flat_params(*net).size() * sizeof(float));
@@ -200,8 +208,8 @@ TEST_F(DistributedOptimizerTest, DsgdCountsTheGradientBytesPerStep) {
   EXPECT_EQ(allreduces(comm->volume()).calls, static_cast<int64_t>(parameter_tensors(*net).size()) * kSteps);
   ASSERT_EQ(d->times().step_s.size(), static_cast<size_t>(kSteps));
   comm->volume().reset();
-  o.bucket_mb = 25;
-  o.fuse_kb = 25 * 1024;
+  o.set["bucket_mb"] = 25;
+  o.set["fuse_kb"] = 25 * 1024;
   distributed(o, "sgd", kSgd);
   EXPECT_EQ(allreduces(comm->volume()).calls, kSteps) << "one bucket holds the whole MLP";
   EXPECT_EQ(allreduces(comm->volume()).bytes, grad_bytes * kSteps);
@@ -237,7 +245,7 @@ TEST_F(DistributedOptimizerTest, BucketsFuseOnlySmallTensors) {
 }
 
 TEST_F(DistributedOptimizerTest, ParameterServerEqualsDsgd) {
-  DistributedOptions o;
+  Dist o;
   o.scheme = "pssgd";
   const auto got = distributed(o, "momentum", {{"lr", 0.05}, {"momentum", 0.9}});
   EXPECT_TRUE(ranks_agree(got));
@@ -247,7 +255,7 @@ TEST_F(DistributedOptimizerTest, ParameterServerEqualsDsgd) {
 // Asynchronous: no equivalence to expect, but every push is served, answered, and at the end every
 // rank holds the server's parameters; each worker exchanged exactly its gradients and parameters.
 TEST_F(DistributedOptimizerTest, AsynchronousParameterServerServesEveryPush) {
-  DistributedOptions o;
+  Dist o;
   o.scheme = "asgd";
   const auto got = distributed(o, "sgd", kSgd);
   EXPECT_TRUE(ranks_agree(got));
@@ -268,12 +276,12 @@ TEST_F(DistributedOptimizerTest, AsynchronousParameterServerServesEveryPush) {
 }
 
 TEST_F(DistributedOptimizerTest, StaleSynchronousWithZeroStalenessEqualsDsgd) {
-  DistributedOptions o;
+  Dist o;
   o.scheme = "ssgd";
-  o.staleness = 0;
+  o.set["staleness"] = 0;
   expect_close(distributed(o, "sgd", kSgd), one_process("sgd", kSgd), "ssgd s=0");
   // With staleness the ranks still apply the same averaged gradients, only later.
-  o.staleness = 2;
+  o.set["staleness"] = 2;
   const auto late = distributed(o, "sgd", kSgd);
   EXPECT_TRUE(ranks_agree(late));
   // SGD applies the same sum of updates in a different order at different points: the parameters
@@ -282,11 +290,11 @@ TEST_F(DistributedOptimizerTest, StaleSynchronousWithZeroStalenessEqualsDsgd) {
 }
 
 TEST_F(DistributedOptimizerTest, ModelAverageEveryStepEqualsDsgdForSgd) {
-  DistributedOptions o;
+  Dist o;
   o.scheme = "mavg";
-  o.average_every = 1;
+  o.set["average_every"] = 1;
   expect_close(distributed(o, "sgd", kSgd), one_process("sgd", kSgd), "mavg k=1");
-  o.average_every = 4;
+  o.set["average_every"] = 4;
   const auto local = distributed(o, "sgd", kSgd);
   EXPECT_TRUE(ranks_agree(local)) << "finish() averages the last local steps";
 }
@@ -294,16 +302,16 @@ TEST_F(DistributedOptimizerTest, ModelAverageEveryStepEqualsDsgdForSgd) {
 // On two and three ranks every rank's ring neighbours are all the others, so decentralized
 // averaging is a full average: with SGD, DSGD.
 TEST_F(DistributedOptimizerTest, NeighbourAveragingOnSmallRingsEqualsDsgd) {
-  DistributedOptions o;
+  Dist o;
   o.scheme = "dpsgd";
   const auto got = distributed(o, "sgd", kSgd);
   expect_close(got, one_process("sgd", kSgd), "dpsgd");
 }
 
 TEST_F(DistributedOptimizerTest, SparseWithEveryElementEqualsDsgd) {
-  DistributedOptions o;
+  Dist o;
   o.scheme = "sparse";
-  o.topk = 1.0;
+  o.set["topk"] = 1.0;
   comm->volume().reset();
   DistributedOptimizer* d = nullptr;
   expect_close(distributed(o, "sgd", kSgd, &d), one_process("sgd", kSgd), "sparse k=100%");
@@ -316,7 +324,7 @@ TEST_F(DistributedOptimizerTest, SparseWithEveryElementEqualsDsgd) {
             kSteps * static_cast<int64_t>(flat_params(*net).size() * sizeof(float)));
   EXPECT_EQ(comm->volume().collective_bytes("allgatherv"), 0);
   comm->volume().reset();
-  o.topk = 0.05;
+  o.set["topk"] = 0.05;
   const auto sparse = distributed(o, "sgd", kSgd);
   EXPECT_TRUE(ranks_agree(sparse));
   const int64_t elements = static_cast<int64_t>(sparse.size());
@@ -330,22 +338,37 @@ TEST_F(DistributedOptimizerTest, SparseWithEveryElementEqualsDsgd) {
 // A user's communication scheme (examples/ring_allreduce) under the same optimizer.
 TEST_F(DistributedOptimizerTest, DsgdOverTheExampleRingAllreduceEqualsOneProcess) {
   auto ring = std::make_shared<RingAllreduceCommunicator>(comm);
-  DistributedOptions o;
-  o.fuse_kb = 25 * 1024;
+  Dist o;
+  o.set["fuse_kb"] = 25 * 1024;
   expect_close(distributed(o, "sgd", kSgd, nullptr, ring), one_process("sgd", kSgd), "dsgd over the ring");
   EXPECT_EQ(allreduces(ring->volume()).calls, kSteps) << "one bucket holds the whole MLP";
   EXPECT_GT(comm->volume().peers()[(comm->rank() + 1) % comm->size()].bytes_sent, 0);
 }
 
 TEST_F(DistributedOptimizerTest, UnknownSchemeAndBadOptionsAreRefused) {
-  DistributedOptions o;
-  o.scheme = "telepathy";
-  EXPECT_THROW(make_distributed_optimizer(o, make_optimizer("sgd"), comm), InvalidArgument);
-  o.scheme = "sparse";
-  o.topk = 0;
-  EXPECT_THROW(make_distributed_optimizer(o, make_optimizer("sgd"), comm), InvalidArgument);
-  o.scheme = "pssgd";
-  EXPECT_THROW(make_distributed_optimizer(o, make_optimizer("lbfgs"), comm), InvalidArgument);
+  auto message = [&](const std::string& scheme, const SchemeSettings& set, const std::string& optimizer = "sgd") {
+    try {
+      make_distributed_optimizer(scheme, set, make_optimizer(optimizer), comm);
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(message("telepathy", {}).find("unknown distributed scheme 'telepathy' (known: dsgd, pssgd, asgd, ssgd, mavg, dpsgd, sparse)"),
+            std::string::npos);
+  EXPECT_NE(message("sparse", {{"topk", 0}}).find("--topk"), std::string::npos);
+  EXPECT_NE(message("pssgd", {}, "lbfgs").find("not a three-step optimizer"), std::string::npos);
+  // Each scheme takes its own options only, and says which scheme takes the one it refuses.
+  EXPECT_NE(message("ssgd", {{"topk", 0.1}}).find("distributed scheme 'ssgd' takes no option 'topk' (it is an "
+                                                   "option of sparse)"),
+            std::string::npos);
+  EXPECT_NE(message("dsgd", {{"colour", 1}}).find("'colour' is not an option of any distributed scheme"),
+            std::string::npos);
+  EXPECT_NE(message("ssgd", {{"staleness", 2.5}}).find("must be a whole number"), std::string::npos);
+  // Defaults fill what is not given; the settings are the scheme's own.
+  EXPECT_EQ(scheme_settings("mavg", {}), (SchemeSettings{{"average_every", 1}}));
+  EXPECT_EQ(scheme_settings("ssgd", {{"staleness", 3}}), (SchemeSettings{{"staleness", 3}}));
+  EXPECT_EQ(scheme_settings("asgd", {}), SchemeSettings{});
 }
 
 }  // namespace

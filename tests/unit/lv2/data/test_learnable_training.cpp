@@ -7,6 +7,7 @@
 #include <iostream>
 #include <numeric>
 
+#include "deep500/backends/builtin.h"
 #include "deep500/train/dataset.h"
 #include "deep500/net/graph_executor.h"
 #include "deep500/net/model_zoo.h"

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "deep500/backends/builtin.h"
 #include "deep500/op/op_registry.h"
 #include "deep500/train/lr_schedule.h"
 #include "optim_test_nets.h"

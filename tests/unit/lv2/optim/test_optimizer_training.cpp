@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "deep500/backends/builtin.h"
 #include "deep500/op/op_registry.h"
 #include "deep500/train/divergence.h"
 #include "deep500/net/model_zoo.h"

@@ -2,6 +2,7 @@
 // parameters and state on an MLP, compared parameter by parameter.
 #include <gtest/gtest.h>
 
+#include "deep500/backends/builtin.h"
 #include "deep500/op/op_registry.h"
 #include "deep500/train/divergence.h"
 #include "deep500/net/model_zoo.h"

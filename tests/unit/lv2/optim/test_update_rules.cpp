@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "deep500/backends/builtin.h"
 #include "deep500/op/op_registry.h"
 #include "deep500/train/optimizer.h"
 #include "optim_test_nets.h"

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "deep500/backends/builtin.h"
 #include "deep500/core/backend.h"
 #include "deep500/train/dataset.h"
 #include "deep500/net/graph_executor.h"

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "deep500/backends/builtin.h"
 #include "deep500/core/backend.h"
 #include "deep500/train/checkpoint.h"
 #include "deep500/core/error.h"
