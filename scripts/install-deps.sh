@@ -23,6 +23,8 @@ PACKAGES=(
   libhwloc-dev
   # testing and benchmarking
   libgtest-dev libgmock-dev libbenchmark-dev
+  # `cpack -G DEB` (dpkg-shlibdeps finds the package's dependencies)
+  dpkg-dev
   # test-data generation only (ONNX conformance cases, exported networks)
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
   # the test that renders `d5 report`'s page headless

@@ -10,6 +10,7 @@
 #include "deep500/backends/builtin.h"
 #include "deep500/core/backend.h"
 #include "deep500/op/op_registry.h"
+#include "deep500/op/op_traits.h"
 
 namespace d5::cli {
 
@@ -31,6 +32,9 @@ json coverage(const std::vector<std::string>& backends, std::map<std::string, st
   json ops = json::array();
   for (const auto& op : reg.op_types()) {
     json entry = {{"op", op}, {"backends", json::object()}};
+    // What the type is, whatever implements it (op_traits.h); null for a type nobody described.
+    if (const auto t = op_traits(op)) entry["traits"] = {{"onnx_since", t->onnx_since}, {"numerics", to_string(t->numerics)}};
+    else entry["traits"] = nullptr;
     for (const auto& b : backends) {
       Cell c;
       for (const auto& impl : reg.implementations(op, b)) {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli_common.h"
+#include "deep500/core/data_paths.h"
 #include "deep500/core/error.h"
 #include "deep500/metrics/manifest.h"
 #include "progress.h"
@@ -32,8 +33,7 @@ struct RunOpts {
 };
 
 std::string recipes_directory() {
-  if (const char* env = std::getenv("D5_RECIPES_DIR"); env && *env) return env;
-  return D5_RECIPES_DIR_DEFAULT;
+  return locate_data("D5_RECIPES_DIR", D5_RECIPES_DIR_DEFAULT, "share/deep500/recipes");
 }
 
 // A path, or the name of a shipped recipe ("quickstart" -> recipes/quickstart.yaml).

@@ -51,10 +51,11 @@ std::shared_ptr<Communicator> dist_communicator(const DistOptions& o) {
   if (o.timeout_s >= 0) set_mpi_watchdog_timeout(o.timeout_s);
   auto comm = mpi_world();
   if (o.scheme.empty()) {
+    std::vector<std::string> names;
+    for (const auto& [n, d] : distributed_scheme_names()) names.push_back(n);
     D5_CHECK_ARG(comm->size() == 1,
-                 "d5 train runs on {} ranks but was not told how to distribute: add --dist dsgd (or pssgd, asgd, "
-                 "ssgd, mavg, dpsgd, sparse)",
-                 comm->size());
+                 "d5 train runs on {} ranks but was not told how to distribute: add --dist SCHEME ({})",
+                 comm->size(), fmt::join(names, ", "));
     return nullptr;
   }
   return comm;

@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "deep500/core/device_allocator.h"
+#include "host_storage.h"
+
 namespace d5 {
 
 namespace {
@@ -30,15 +33,6 @@ std::shared_ptr<void> counted(void* p, int64_t bytes, Release release) {
     release(q);
     g_current.fetch_sub(bytes);
   });
-}
-
-std::shared_ptr<void> allocate(size_t bytes) {
-  // aligned_alloc requires a size that is a multiple of the alignment; never allocate 0 bytes.
-  const size_t rounded = std::max<size_t>(kTensorAlignment, (bytes + kTensorAlignment - 1) /
-                                                                 kTensorAlignment * kTensorAlignment);
-  void* p = std::aligned_alloc(kTensorAlignment, rounded);
-  if (!p) throw IoError(fmt::format("out of memory allocating a tensor of {} bytes", bytes));
-  return counted(p, static_cast<int64_t>(rounded), [](void* q) { std::free(q); });
 }
 
 template <typename F>
@@ -80,23 +74,38 @@ template <typename T> void store(void* p, int64_t i, double v) {
 }
 }  // namespace
 
+namespace detail {
+std::shared_ptr<void> allocate_host_storage(size_t bytes) {
+  // aligned_alloc requires a size that is a multiple of the alignment; never allocate 0 bytes.
+  const size_t rounded = std::max<size_t>(kTensorAlignment, (bytes + kTensorAlignment - 1) /
+                                                                 kTensorAlignment * kTensorAlignment);
+  void* p = std::aligned_alloc(kTensorAlignment, rounded);
+  if (!p) throw IoError(fmt::format("out of memory allocating a tensor of {} bytes", bytes));
+  return counted(p, static_cast<int64_t>(rounded), [](void* q) { std::free(q); });
+}
+
+DeviceMemoryStats host_storage_stats() {
+  const int64_t current = g_current.load();
+  return {current, current, g_peak.load(), g_allocations.load(), 0};
+}
+}  // namespace detail
+
 TensorMemoryStats tensor_memory_stats() {
   return {g_current.load(), g_peak.load(), g_allocations.load()};
 }
 void reset_tensor_peak_memory() { g_peak.store(g_current.load()); }
 
 Tensor::Tensor(const TensorDesc& desc, Device device) : Tensor(uninitialized(desc, device)) {
-  std::memset(data_, 0, bytes());
+  if (device.kind == DeviceKind::cpu) std::memset(data_, 0, bytes());
+  else allocator_for(device).zero(data_, bytes(), device.index);
 }
 
 Tensor Tensor::uninitialized(const TensorDesc& desc, Device device) {
-  D5_CHECK_ARG(device.kind == DeviceKind::cpu,
-               "deep500 allocates host tensors only; {} buffers are owned by their backend",
-               device.to_string());
   Tensor t;
   t.desc_ = desc;
   t.device_ = device;
-  t.storage_ = allocate(desc.bytes());
+  t.storage_ = device.kind == DeviceKind::cpu ? detail::allocate_host_storage(desc.bytes())
+                                             : allocator_for(device).allocate(desc.bytes(), device.index);
   t.data_ = t.storage_.get();
   return t;
 }
@@ -127,11 +136,14 @@ Tensor Tensor::adopt(const TensorDesc& desc, void* data, std::shared_ptr<void> k
 void Tensor::check_type(DType requested) const {
   D5_CHECK_ARG(requested == desc_.dtype, "tensor {} accessed as {}", desc_.to_string(),
                d5::to_string(requested));
+  if (device_.kind != DeviceKind::cpu) check_host("typed element access");
 }
 
+bool Tensor::on_host() const { return device_.kind == DeviceKind::cpu || host_accessible(device_); }
+
 void Tensor::check_host(const char* what) const {
-  D5_CHECK_ARG(device_.kind == DeviceKind::cpu, "{} needs a host tensor; this one is on {}", what,
-               device_.to_string());
+  D5_CHECK_ARG(on_host(), "{} needs a host tensor; {} is on {}: copy it with to(Device::cpu()) first", what,
+               desc_.to_string(), device_.to_string());
 }
 
 int64_t Tensor::flat_index(std::initializer_list<int64_t> index) const {
@@ -172,16 +184,23 @@ void Tensor::fill(double value) {
 }
 
 void Tensor::copy_from(const Tensor& src) {
-  check_host("Tensor::copy_from");
-  src.check_host("Tensor::copy_from");
   D5_CHECK_ARG(src.desc_.dtype == desc_.dtype && src.shape() == shape(),
                "copy_from: source {} does not match destination {}", src.desc_.to_string(),
                desc_.to_string());
-  if (bytes() > 0 && data_ != src.data_) std::memcpy(data_, src.data_, bytes());
+  if (bytes() == 0 || data_ == src.data_) return;
+  if (on_host() && src.on_host()) std::memcpy(data_, src.data_, bytes());
+  else copy_between_devices(data_, device_, src.data_, src.device_, bytes());
 }
 
 Tensor Tensor::clone() const {
   Tensor t = uninitialized(desc_, device_);
+  t.copy_from(*this);
+  return t;
+}
+
+Tensor Tensor::to(Device device) const {
+  if (device == device_) return *this;
+  Tensor t = uninitialized(desc_, device);
   t.copy_from(*this);
   return t;
 }
@@ -204,7 +223,7 @@ Tensor Tensor::reshape(const Shape& shape) const {
 
 std::string Tensor::to_string(int64_t max_elements) const {
   std::string s = desc_.to_string();
-  if (device_.kind != DeviceKind::cpu) return s + " on " + device_.to_string();
+  if (!on_host()) return s + " on " + device_.to_string();
   s += " {";
   const int64_t n = std::min(numel(), max_elements);
   for (int64_t i = 0; i < n; ++i) s += fmt::format("{}{:g}", i ? ", " : "", get(i));
@@ -212,9 +231,11 @@ std::string Tensor::to_string(int64_t max_elements) const {
   return s + "}";
 }
 
-TensorComparison compare(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
-  D5_CHECK_ARG(actual.shape() == expected.shape(), "compare: shapes differ: {} vs {}",
-               actual.desc().to_string(), expected.desc().to_string());
+TensorComparison compare(const Tensor& actual_in, const Tensor& expected_in, double rtol, double atol) {
+  D5_CHECK_ARG(actual_in.shape() == expected_in.shape(), "compare: shapes differ: {} vs {}",
+               actual_in.desc().to_string(), expected_in.desc().to_string());
+  // Validation reads host copies of tensors on other devices.
+  const Tensor actual = actual_in.to(Device::cpu()), expected = expected_in.to(Device::cpu());
   TensorComparison c;
   for (int64_t i = 0; i < actual.numel(); ++i) {
     const double a = actual.get(i), e = expected.get(i);
@@ -240,10 +261,6 @@ TensorComparison compare(const Tensor& actual, const Tensor& expected, double rt
 
 bool allclose(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
   return compare(actual, expected, rtol, atol).mismatches == 0;
-}
-
-std::string Device::to_string() const {
-  return kind == DeviceKind::cpu ? "cpu" : fmt::format("cuda:{}", index);
 }
 
 }  // namespace d5

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "core/digest.h"
+#include "deep500/core/data_paths.h"
 #include "custom_op_common.h"
 #include "deep500/metrics/atomic_file.h"
 #include "deep500/op/custom_op.h"
@@ -318,7 +319,7 @@ fs::path default_custom_op_cache_dir() {
 }
 
 fs::path custom_op_include_dir() {
-  const fs::path dir = env("D5_INCLUDE_DIR") ? fs::path(env("D5_INCLUDE_DIR")) : fs::path(D5_INCLUDE_DIR);
+  const fs::path dir = locate_data("D5_INCLUDE_DIR", D5_INCLUDE_DIR, "include");
   D5_CHECK_ARG(
       fs::exists(dir / "deep500" / "op" / "custom_op.h"),
       "deep500 headers not found: {} has no deep500/op/custom_op.h; set D5_INCLUDE_DIR to the directory that "

@@ -42,13 +42,22 @@ void Operator::check_inputs(std::span<const Tensor> inputs) const {
     D5_CHECK_ARG(inputs[i].dtype() == spec_.inputs[i].dtype && inputs[i].shape() == spec_.inputs[i].shape,
                  "{}: input {} is {} but the operator was created for {}", spec_.label(), i,
                  inputs[i].desc().to_string(), spec_.inputs[i].to_string());
+    D5_CHECK_ARG(inputs[i].device() == device(), "{}: input {} is on {} but the operator runs on {}",
+                 spec_.label(), i, inputs[i].device().to_string(), device().to_string());
   }
+}
+
+std::vector<Tensor> to_device(std::span<const Tensor> ts, Device device) {
+  std::vector<Tensor> out;
+  out.reserve(ts.size());
+  for (const Tensor& t : ts) out.push_back(t.defined() ? t.to(device) : Tensor());
+  return out;
 }
 
 std::vector<Tensor> Operator::run_forward(std::span<const Tensor> inputs) {
   std::vector<Tensor> outs;
   outs.reserve(outputs_.size());
-  for (const auto& d : outputs_) outs.push_back(Tensor::uninitialized(d));
+  for (const auto& d : outputs_) outs.push_back(Tensor::uninitialized(d, device()));
   forward(inputs, outs);
   return outs;
 }
@@ -58,7 +67,7 @@ std::vector<Tensor> Operator::run_backward(std::span<const Tensor> grad_outputs,
   const auto mask = differentiable_inputs();
   std::vector<Tensor> grads(spec_.inputs.size());
   for (size_t i = 0; i < grads.size(); ++i)
-    if (i < mask.size() && mask[i] && spec_.has_input(i)) grads[i] = Tensor::uninitialized(spec_.inputs[i]);
+    if (i < mask.size() && mask[i] && spec_.has_input(i)) grads[i] = Tensor::uninitialized(spec_.inputs[i], device());
   backward(grad_outputs, inputs, outputs, grads);
   return grads;
 }

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "deep500/core/data_paths.h"
 #include "deep500/core/error.h"
 #include "deep500/core/rng.h"
 
@@ -237,8 +238,7 @@ std::vector<Problem> load_suite_file(const std::string& path, const std::string&
 }
 
 std::string suites_directory() {
-  if (const char* env = std::getenv("D5_SUITES_DIR"); env && *env) return env;
-  return D5_SUITES_DIR_DEFAULT;
+  return locate_data("D5_SUITES_DIR", D5_SUITES_DIR_DEFAULT, "share/deep500/suites");
 }
 
 std::vector<SuiteInfo> available_suites() {

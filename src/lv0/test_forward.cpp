@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "deep500/core/error.h"
+#include "deep500/op/op_traits.h"
 #include "deep500/op/validation.h"
 
 namespace d5 {
@@ -16,19 +17,6 @@ namespace d5 {
 namespace {
 
 using nlohmann::json;
-
-// Ops evaluated with vectorized approximations of transcendental functions in fast backends.
-const std::set<std::string> kTranscendental = {
-    "Exp",  "Log",  "Pow",  "Tanh",  "Sigmoid", "Softplus", "Elu",   "Selu",  "Celu",  "Gelu",
-    "Erf",  "Mish", "Sin",  "Cos",   "Tan",     "Asin",     "Acos",  "Atan",  "Sinh",  "Cosh",
-    "Asinh", "Acosh", "Atanh", "ReduceLogSum"};
-// Ops whose rounding error grows with a reduction length and depends on the summation order.
-const std::set<std::string> kAccumulating = {
-    "MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "CumSum", "ReduceSum", "ReduceMean",
-    "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp", "Softmax", "LogSoftmax",
-    "AveragePool", "GlobalAveragePool", "LpPool", "GlobalLpPool", "LpNormalization", "BatchNormalization",
-    "InstanceNormalization", "LayerNormalization", "GroupNormalization", "LRN", "MeanVarianceNormalization",
-    "RNN", "LSTM", "GRU"};
 
 // The output viewed as [prod(leading dims), last dim] and split into at most size x size
 // balanced blocks; block_of(i) is the heatmap cell of flat element i.
@@ -131,8 +119,14 @@ Tolerance default_tolerance(DType dtype, const std::string& op_type) {
     case DType::bf16: t = {1.6e-2, 1e-5}; break;
     default: return {0, 0};  // integers and bool: exact
   }
-  if (kTranscendental.count(op_type)) return {t.rtol * 5, t.atol * 10};
-  if (kAccumulating.count(op_type)) return {t.rtol * 10, t.atol * 10};
+  // The op type's numeric class (op_traits.h); types nobody described get the base tolerance.
+  const auto traits = op_traits(op_type);
+  if (!traits) return t;
+  switch (traits->numerics) {
+    case NumericClass::transcendental: return {t.rtol * 5, t.atol * 10};
+    case NumericClass::accumulating: return {t.rtol * 10, t.atol * 10};
+    case NumericClass::elementwise: break;
+  }
   return t;
 }
 
@@ -278,8 +272,10 @@ ForwardCheckResult test_forward(Operator& op, std::span<const Tensor> inputs,
   D5_CHECK_ARG(options.heatmap_size >= 1, "test_forward: heatmap_size must be at least 1, got {}",
                options.heatmap_size);
 
+  // The operator gets its inputs on its device; outputs are compared on the host.
+  const std::vector<Tensor> op_inputs = to_device(inputs, op.device());
   std::vector<std::vector<Tensor>> runs;
-  for (int r = 0; r < options.reruns; ++r) runs.push_back(op.run_forward(inputs));
+  for (int r = 0; r < options.reruns; ++r) runs.push_back(to_device(op.run_forward(op_inputs), Device::cpu()));
 
   std::vector<ComparedTensor> compared;
   for (size_t k = 0; k < reference_outputs.size(); ++k) {

@@ -24,7 +24,7 @@ Tolerances tolerances_for(DType t, const GradientCheckOptions& o) {
 
 // L = sum_k <g_k, y_k> over floating-point outputs, in double.
 double objective(Operator& op, std::span<const Tensor> inputs, const std::vector<Tensor>& upstream) {
-  const auto outs = op.run_forward(inputs);
+  const auto outs = to_device(op.run_forward(to_device(inputs, op.device())), Device::cpu());
   double l = 0;
   for (size_t k = 0; k < outs.size(); ++k) {
     if (!upstream[k].defined()) continue;
@@ -132,8 +132,11 @@ GradientCheckResult test_gradient(Operator& op, std::span<const Tensor> inputs_i
 
   RngStream rng(options.seed, "gradient_check/" + spec.type);
   const std::vector<Tensor> upstream = random_upstream(op, rng);
-  const auto outputs = op.run_forward(inputs);
-  const auto analytic = op.run_backward(upstream, inputs, outputs);
+  // The operator works on its device; the check reads host copies.
+  const auto op_inputs = to_device(inputs, op.device());
+  const auto outputs = op.run_forward(op_inputs);
+  const auto analytic =
+      to_device(op.run_backward(to_device(upstream, op.device()), op_inputs, outputs), Device::cpu());
   const auto mask = op.differentiable_inputs();
   ElementCheck checker(op, inputs, upstream, objective(op, inputs, upstream));
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -30,6 +30,7 @@ struct Slot {
 struct Step {
   Node node;  // a copy: events receive it, and it outlives edits of the network
   Operator* op = nullptr;
+  Device device;                // op->device(): where its inputs are brought and its outputs live
   std::vector<int> in, out;     // slot of each input / each op output; -1 when absent or unnamed
   std::vector<int> free_after;  // slots dead once this step's forward ran
   // Reverse mode.
@@ -68,6 +69,14 @@ std::string describe_refusals(const std::vector<Refusal>& refusals) {
 
 }  // namespace
 
+namespace {
+// Where a slot's value lives: (device, layout), the boundary at which the executor converts.
+struct Placement {
+  Device device;
+  std::optional<BackendLayout> layout;
+};
+}  // namespace
+
 struct OperatorExecutor::NodeState {
   std::unique_ptr<Operator> op;
   std::string backend;
@@ -83,9 +92,11 @@ struct OperatorExecutor::Plan {
   std::vector<std::pair<int, Tensor>> constants;
   int loss_slot = -1;
   std::vector<bool> keep_to_end;  // per slot: returned (graph outputs, the loss)
-  // Native layouts (inference): per slot, the backend layout it travels in (none: plain), and
-  // the operator variants that exchange them, which steps point at instead of the nodes' own.
-  std::vector<std::optional<BackendLayout>> layouts;
+  // Per slot, where its value lives: the device of the step producing it (the host for feeds,
+  // parameters and constants) and, in inference, the backend layout it travels in (none: plain).
+  // A reader on another device gets a copy; the operator variants that exchange native layouts
+  // are what steps point at instead of the nodes' own.
+  std::vector<Placement> placements;
   std::vector<std::unique_ptr<Operator>> variants;
 };
 
@@ -245,6 +256,7 @@ OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) con
     Step st;
     st.node = *n;
     st.op = s.op.get();
+    st.device = s.op->device();
     const size_t n_in = s.op->spec().inputs.size();
     for (size_t i = 0; i < n_in; ++i) st.in.push_back(i < n->inputs.size() ? slot(n->inputs[i]) : -1);
     for (size_t j = 0; j < s.op->output_descs().size(); ++j)
@@ -266,7 +278,10 @@ OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) con
   }
   p.keep_to_end.assign(p.slots.size(), false);
   for (const auto& [name, id] : p.outputs) p.keep_to_end[id] = true;
-  p.layouts.assign(p.slots.size(), std::nullopt);
+  p.placements.assign(p.slots.size(), Placement{});
+  for (const Step& st : p.steps)
+    for (int o : st.out)
+      if (o >= 0) p.placements[o].device = st.device;
   if (loss.empty() && options_.native_layouts) plan_layouts(p);
   if (!loss.empty()) plan_backward(p);
   plan_lifetimes(p.steps, p.slots, p.keep_to_end);
@@ -345,8 +360,8 @@ void OperatorExecutor::plan_layouts(Plan& p) const {
     std::vector<std::optional<BackendLayout>> in(st.in.size());
     bool native_in = false;
     for (size_t i = 0; i < st.in.size(); ++i)
-      if (st.in[i] >= 0 && p.layouts[st.in[i]]) {
-        in[i] = p.layouts[st.in[i]];
+      if (st.in[i] >= 0 && p.placements[st.in[i]].layout) {
+        in[i] = p.placements[st.in[i]].layout;
         native_in = true;
       }
     // Which layouts the outputs would have: the operator's own for plain inputs, else a probe's.
@@ -369,7 +384,7 @@ void OperatorExecutor::plan_layouts(Plan& p) const {
     std::unique_ptr<Operator> v = op->with_layouts(in, keep);
     if (const NativeLayoutOperator* vl = layout_op(v.get()))
       for (size_t j = 0; j < st.out.size(); ++j)
-        if (keep[j]) p.layouts[st.out[j]] = vl->output_layout(j);
+        if (keep[j]) p.placements[st.out[j]].layout = vl->output_layout(j);
     st.op = v.get();
     st.variant = true;
     st.in_layouts = std::move(in);
@@ -382,14 +397,19 @@ std::vector<NodeLayouts> OperatorExecutor::layouts(const std::string& loss) {
   const Plan& p = plan_for(loss);
   auto name = [&](int s) -> std::string {
     if (s < 0) return "";
-    const auto& l = p.layouts[s];
-    return l ? l->backend + ":" + l->name : "plain";
+    const auto& [device, l] = p.placements[s];
+    const std::string layout = l ? l->backend + ":" + l->name : "plain";
+    return device == Device::cpu() ? layout : device.to_string() + "/" + layout;
   };
   std::vector<NodeLayouts> out;
   for (const Step& st : p.steps) {
     NodeLayouts n;
     n.node = st.node.name;
-    for (int s : st.in) n.inputs.push_back(name(s));
+    n.device = st.device.to_string();
+    for (int s : st.in) {
+      n.inputs.push_back(name(s));
+      if (s >= 0 && !(p.placements[s].device == st.device)) ++n.transfers;
+    }
     for (int s : st.out) n.outputs.push_back(name(s));
     if (const auto* op = dynamic_cast<const NativeLayoutOperator*>(st.op)) n.reorders = op->reorders();
     out.push_back(std::move(n));
@@ -424,19 +444,44 @@ struct OperatorExecutor::Call {
   bool free;  // options_.free_dead_tensors
   std::vector<Tensor> env, grads;
   std::vector<std::vector<Tensor>> saved;  // full outputs, unnamed ones too: backward may read them
+  std::vector<Tensor> moved;               // per slot: its value copied to another device's reader
   int64_t live = 0, peak = 0;
+  int64_t transfers = 0, transfer_bytes = 0;
 
-  Call(const Plan& plan, bool free_dead) : p(plan), free(free_dead), env(plan.slots.size()), saved(plan.steps.size()) {}
+  Call(const Plan& plan, bool free_dead)
+      : p(plan), free(free_dead), env(plan.slots.size()), saved(plan.steps.size()), moved(plan.slots.size()) {}
   void hold(int64_t bytes) { peak = std::max(peak, live += bytes); }
   void release(Tensor& t) {
     if (!t.defined()) return;
     live -= static_cast<int64_t>(t.bytes());
     t = Tensor();
   }
-  void inputs_of(const Step& st, std::vector<Tensor>& ins) const {
+  void release_slot(int s) {
+    release(env[s]);
+    release(moved[s]);
+  }
+  // t on `device`, copied (and counted) when it lives elsewhere.
+  Tensor to(const Tensor& t, Device device) {
+    if (!t.defined() || t.device() == device) return t;
+    ++transfers;
+    transfer_bytes += static_cast<int64_t>(t.bytes());
+    return t.to(device);
+  }
+  // Slot s's value on `device`: a reader on another device gets a copy, made once per producer
+  // value and device (the next reader on that device shares it).
+  const Tensor& value_on(int s, Device device) {
+    if (env[s].device() == device) return env[s];
+    if (!moved[s].defined() || !(moved[s].device() == device)) {
+      if (moved[s].defined()) release(moved[s]);
+      moved[s] = to(env[s], device);
+      hold(static_cast<int64_t>(moved[s].bytes()));
+    }
+    return moved[s];
+  }
+  void inputs_of(const Step& st, std::vector<Tensor>& ins) {
     ins.assign(st.in.size(), Tensor());
     for (size_t i = 0; i < st.in.size(); ++i)
-      if (st.in[i] >= 0) ins[i] = env[st.in[i]];
+      if (st.in[i] >= 0 && env[st.in[i]].defined()) ins[i] = value_on(st.in[i], st.device);
   }
 };
 
@@ -452,15 +497,17 @@ TensorMap OperatorExecutor::run(const TensorMap& feeds, const std::string& loss)
 
   fire_before_executor(feeds);
   bool completed = forward_pass(c);
-  TensorMap result;
+  TensorMap result;  // the caller reads it: on the host
   for (const auto& [name, id] : p.outputs)
-    if (c.env[id].defined()) result[name] = c.env[id];
+    if (c.env[id].defined()) result[name] = c.value_on(id, Device::cpu());
   if (completed) fire_after_inference(result);
   if (completed && !loss.empty() && backward_pass(c)) fire_after_backprop(publish_gradients(c));
 
   for (const auto& [name, value] : result)
     if (!net.is_initializer(name)) net.feed_tensor(name, value);
   memory_.peak_tensor_bytes = c.peak;
+  memory_.transfers = c.transfers;
+  memory_.transfer_bytes = c.transfer_bytes;
   memory_.peak_rss_bytes = rss ? peak_rss_bytes() : -1;
   fire_after_executor(result);
   return result;
@@ -484,7 +531,7 @@ bool OperatorExecutor::forward_pass(Call& c) {
     else c.live -= unnamed;
     outs.clear();
     if (c.free)
-      for (int s : st.free_after) c.release(c.env[s]);
+      for (int s : st.free_after) c.release_slot(s);
     if (!go_on) return false;
   }
   return true;
@@ -508,7 +555,7 @@ bool OperatorExecutor::backward_pass(Call& c) {
       if (st.out[j] < 0) c.live -= static_cast<int64_t>(c.saved[k][j].bytes());
     c.saved[k].clear();
     if (c.free)
-      for (int s : st.free_after_backward) c.release(c.env[s]);
+      for (int s : st.free_after_backward) c.release_slot(s);
   }
   return true;
 }
@@ -520,7 +567,8 @@ bool OperatorExecutor::backward_step(Call& c, size_t k) {
   bool any = false;
   for (size_t j = 0; j < op_outs.size(); ++j) {
     if (st.out[j] >= 0 && c.grads[st.out[j]].defined()) {
-      grad_outs[j] = c.grads[st.out[j]];
+      grad_outs[j] = c.to(c.grads[st.out[j]], st.device);
+      if (grad_outs[j].data() != c.grads[st.out[j]].data()) c.hold(static_cast<int64_t>(grad_outs[j].bytes()));
       any = true;
     }
   }
@@ -528,7 +576,7 @@ bool OperatorExecutor::backward_step(Call& c, size_t k) {
   // An output nothing differentiates gets an explicit zero gradient (floating outputs only).
   for (size_t j = 0; j < op_outs.size(); ++j)
     if (!grad_outs[j].defined() && is_floating(op_outs[j].dtype())) {
-      grad_outs[j] = Tensor(op_outs[j].desc());
+      grad_outs[j] = Tensor(op_outs[j].desc(), st.device);
       c.hold(static_cast<int64_t>(grad_outs[j].bytes()));
     }
   std::vector<Tensor> ins;
@@ -536,7 +584,7 @@ bool OperatorExecutor::backward_step(Call& c, size_t k) {
   if (!fire_before_operator(st.node, Pass::backward, grad_outs)) return false;
   std::vector<Tensor> grad_ins(st.in.size());
   for (size_t i = 0; i < st.in.size(); ++i)
-    if (st.grad_given[i]) grad_ins[i] = Tensor::uninitialized(st.op->spec().inputs[i]);
+    if (st.grad_given[i]) grad_ins[i] = Tensor::uninitialized(st.op->spec().inputs[i], st.device);
   st.op->backward(grad_outs, ins, op_outs, grad_ins);
   for (const auto& g : grad_ins) c.hold(static_cast<int64_t>(g.bytes()));
   const bool go_on = fire_after_operator(st.node, Pass::backward, grad_ins);
@@ -548,7 +596,14 @@ bool OperatorExecutor::backward_step(Call& c, size_t k) {
         acc = grad_ins[i];
         continue;
       }
-      accumulate(acc, grad_ins[i]);
+      // Sums are taken on the host: a device without an add of its own gets its gradient back.
+      if (!acc.on_host()) {
+        Tensor host = c.to(acc, Device::cpu());
+        c.release(acc);
+        acc = host;
+        c.hold(static_cast<int64_t>(acc.bytes()));
+      }
+      accumulate(acc, grad_ins[i].on_host() ? grad_ins[i] : c.to(grad_ins[i], Device::cpu()));
     }
     c.release(grad_ins[i]);
   }
@@ -567,6 +622,7 @@ TensorMap OperatorExecutor::publish_gradients(Call& c) {
     Tensor g;
     if (auto it = param_slot.find(param); it != param_slot.end()) g = c.grads[it->second];
     if (!g.defined()) g = Tensor(net.desc(param));
+    g = c.to(g, Device::cpu());
     net.feed_tensor(grad_name, g);
     gradients[grad_name] = g;
   }

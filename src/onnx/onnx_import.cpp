@@ -9,6 +9,7 @@
 #include <onnx/defs/schema.h>
 
 #include "deep500/core/error.h"
+#include "deep500/op/op_traits.h"
 #include "deep500/onnx/onnx_io.h"
 
 namespace d5 {
@@ -59,88 +60,23 @@ void visit_constant(ImportContext&, Node& n) {
              node_label(n), a);
 }
 
-const std::map<std::string, NodeVisitor>& visitors() {
-  // Every op type with a reference operator that ONNX defines at some opset up to 17.
+// The types whose ONNX form needs more than taking the node as it is; every other type with
+// traits (op/op_traits.h) and an ONNX opset up to kMaxImportOpset is imported as it is.
+const std::map<std::string, NodeVisitor>& special_visitors() {
   static const std::map<std::string, NodeVisitor> table = {
-      {"Abs", visit_as_is},
-      {"Add", visit_as_is},
-      {"And", visit_as_is},
-      {"ArgMax", visit_as_is},
-      {"ArgMin", visit_as_is},
-      {"AveragePool", visit_as_is},
       {"BatchNormalization", visit_batch_normalization},
-      {"Cast", visit_as_is},
-      {"Clip", visit_as_is},
-      {"Concat", visit_as_is},
       {"Constant", visit_constant},
-      {"ConstantOfShape", visit_as_is},
-      {"Conv", visit_as_is},
-      {"ConvTranspose", visit_as_is},
-      {"Div", visit_as_is},
-      {"Dropout", visit_as_is},
-      {"Elu", visit_as_is},
-      {"Equal", visit_as_is},
-      {"Exp", visit_as_is},
-      {"Expand", visit_as_is},
-      {"Flatten", visit_as_is},
-      {"GRU", visit_as_is},
-      {"Gather", visit_as_is},
-      {"Gemm", visit_as_is},
-      {"GlobalAveragePool", visit_as_is},
-      {"GlobalMaxPool", visit_as_is},
-      {"Greater", visit_as_is},
-      {"GreaterOrEqual", visit_as_is},
-      {"HardSigmoid", visit_as_is},
-      {"HardSwish", visit_as_is},
-      {"Identity", visit_as_is},
-      {"InstanceNormalization", visit_as_is},
-      {"LRN", visit_as_is},
-      {"LSTM", visit_as_is},
-      {"LayerNormalization", visit_as_is},
-      {"LeakyRelu", visit_as_is},
-      {"Less", visit_as_is},
-      {"LessOrEqual", visit_as_is},
-      {"Log", visit_as_is},
-      {"LogSoftmax", visit_as_is},
-      {"MatMul", visit_as_is},
-      {"Max", visit_as_is},
-      {"MaxPool", visit_as_is},
-      {"Mean", visit_as_is},
-      {"Min", visit_as_is},
-      {"Mul", visit_as_is},
-      {"Neg", visit_as_is},
-      {"NegativeLogLikelihoodLoss", visit_as_is},
-      {"Not", visit_as_is},
-      {"Or", visit_as_is},
-      {"Pad", visit_as_is},
-      {"Pow", visit_as_is},
-      {"RNN", visit_as_is},
-      {"Reciprocal", visit_as_is},
-      {"ReduceL2", visit_as_is},
-      {"ReduceMax", visit_as_is},
-      {"ReduceMean", visit_as_is},
-      {"ReduceSum", visit_as_is},
-      {"Relu", visit_as_is},
-      {"Reshape", visit_as_is},
-      {"Selu", visit_as_is},
-      {"Shape", visit_as_is},
-      {"Sigmoid", visit_as_is},
-      {"Slice", visit_as_is},
-      {"Softmax", visit_as_is},
-      {"SoftmaxCrossEntropyLoss", visit_as_is},
-      {"Softplus", visit_as_is},
-      {"Split", visit_as_is},
-      {"Sqrt", visit_as_is},
-      {"Squeeze", visit_as_is},
-      {"Sub", visit_as_is},
-      {"Sum", visit_as_is},
-      {"Tanh", visit_as_is},
-      {"Transpose", visit_as_is},
-      {"Unsqueeze", visit_as_is},
-      {"Where", visit_as_is},
-      {"Xor", visit_as_is},
   };
   return table;
+}
+
+// The visitor of an importable type, or null.
+NodeVisitor visitor_of(const std::string& type) {
+  const auto traits = op_traits(type);
+  if (!traits || traits->onnx_since < 1 || traits->onnx_since > kMaxImportOpset) return nullptr;
+  const auto& special = special_visitors();
+  auto it = special.find(type);
+  return it == special.end() ? visit_as_is : it->second;
 }
 
 // The first line of an ONNX checker message (the rest repeats the node).
@@ -286,7 +222,6 @@ Network build(const onnx::ModelProto& model, const ImportOptions& o) {
     net.add_input(in.name(), input_desc(in, o));
   }
 
-  const auto& table = visitors();
   std::set<std::string> names;
   for (int i = 0; i < g.node_size(); ++i) {
     const auto& np = g.node(i);
@@ -297,8 +232,8 @@ Network build(const onnx::ModelProto& model, const ImportOptions& o) {
     const std::string label = fmt::format("node '{}' ({})", name, np.op_type());
     D5_CHECK(is_default_domain(np.domain()), Unimplemented,
              "{} is in domain '{}'; d5 imports only the default ONNX domain (ai.onnx)", label, np.domain());
-    auto visitor = table.find(np.op_type());
-    D5_CHECK(visitor != table.end(), Unimplemented,
+    const NodeVisitor visitor = visitor_of(np.op_type());
+    D5_CHECK(visitor != nullptr, Unimplemented,
              "{}: d5 cannot import op type '{}' (opset {}): it has no d5 operator; docs/onnx-import-export.md "
              "lists the supported ones",
              label, np.op_type(), opset);
@@ -310,7 +245,7 @@ Network build(const onnx::ModelProto& model, const ImportOptions& o) {
     n.attrs.context = label;
     n.inputs.assign(np.input().begin(), np.input().end());
     n.outputs.assign(np.output().begin(), np.output().end());
-    visitor->second(ctx, n);
+    visitor(ctx, n);
     try {
       net.add_node(std::move(n));
     } catch (const InvalidArgument& e) {  // two producers of one tensor: the file is wrong, not the call
@@ -363,7 +298,8 @@ Network import_onnx_file(const std::string& path, const ImportOptions& options) 
 
 std::vector<std::string> importable_op_types() {
   std::vector<std::string> out;
-  for (const auto& [op, v] : visitors()) out.push_back(op);
+  for (const auto& type : described_op_types())
+    if (visitor_of(type)) out.push_back(type);
   return out;
 }
 

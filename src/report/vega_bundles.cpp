@@ -6,6 +6,7 @@
 #include <regex>
 #include <sstream>
 
+#include "deep500/core/data_paths.h"
 #include "deep500/core/error.h"
 #include "deep500/report/report.h"
 
@@ -52,8 +53,7 @@ Bundle read_bundle(const fs::path& dir, const std::string& package, const std::s
 }  // namespace
 
 std::string default_vega_dir() {
-  if (const char* env = std::getenv("D5_VEGA_DIR"); env && *env) return env;
-  return D5_VEGA_DIR_DEFAULT;
+  return locate_data("D5_VEGA_DIR", D5_VEGA_DIR_DEFAULT, "share/deep500/vega");
 }
 
 VegaBundles load_vega_bundles(const std::string& node_modules_dir) {

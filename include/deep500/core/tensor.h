@@ -1,7 +1,9 @@
 #pragma once
-// Tensor: a descriptor plus a 64-byte-aligned buffer, either owned (shared between copies,
-// like a torch::Tensor; clone() makes a deep copy) or borrowed (a view of caller memory). An owned
-// buffer is either allocated by deep500 or adopted from a native library (Tensor::adopt).
+// Tensor: a descriptor plus a 64-byte-aligned buffer on a device, either owned (shared between
+// copies, like a torch::Tensor; clone() makes a deep copy) or borrowed (a view of caller memory).
+// An owned buffer is either allocated by the device's allocator (device_allocator.h) or adopted
+// from a native library (Tensor::adopt). Element access (data_as, span, at, get, set, fill, cast)
+// needs memory the host can read; on another device it throws InvalidArgument: copy with to().
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -56,6 +58,7 @@ class Tensor {
   int64_t numel() const { return desc_.numel(); }
   size_t bytes() const { return desc_.bytes(); }
   Device device() const { return device_; }
+  bool on_host() const;  // host code may read the buffer
 
   void* data() { return data_; }
   const void* data() const { return data_; }
@@ -83,8 +86,11 @@ class Tensor {
   void set(int64_t flat, double value);
 
   void fill(double value);
-  void copy_from(const Tensor& src);  // same shape and dtype required
-  Tensor clone() const;
+  // Same shape and dtype required; across devices the copy goes through their allocators.
+  void copy_from(const Tensor& src);
+  Tensor clone() const;  // on the same device
+  // This tensor on `device`: itself (shared) when already there, else a copy.
+  Tensor to(Device device) const;
   Tensor cast(DType to) const;
   // Same buffer, new shape with the same element count.
   Tensor reshape(const Shape& shape) const;

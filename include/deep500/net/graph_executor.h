@@ -47,6 +47,10 @@ class ExecutorEvent {
 struct ExecutorMemory {
   int64_t peak_tensor_bytes = -1;  // bytes of tensors alive at once (executor's own accounting)
   int64_t peak_rss_bytes = -1;     // process high-water mark over the run; -1 when not measured
+  // Copies between devices the last call made (operator executors: at device boundaries, and of
+  // what the caller reads back); 0 when everything ran where it lives.
+  int64_t transfers = 0;
+  int64_t transfer_bytes = 0;
 };
 
 class GraphExecutor {

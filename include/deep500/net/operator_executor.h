@@ -45,11 +45,15 @@ struct OperatorExecutorOptions {
   bool native_layouts = true;
 };
 
-// The layouts one node exchanges in a plan: "plain", or a backend's own ("onednn:aBcd16b"), per
-// input and output ("" where absent), and the activation reorders one forward call of it runs.
+// Where the tensors one node exchanges in a plan live, per input and output ("" where absent):
+// the layout, "plain" or a backend's own ("onednn:aBcd16b"), after the device when that is not
+// the host ("cuda:0/plain"); the device the node runs on; the inputs that arrive from another
+// device (one copy each per call); the activation reorders one forward call of it runs.
 struct NodeLayouts {
   std::string node;
+  std::string device;
   std::vector<std::string> inputs, outputs;
+  int transfers = 0;
   LayoutReorders reorders;
 };
 

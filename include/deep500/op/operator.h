@@ -54,9 +54,12 @@ class Operator {
   const std::vector<TensorDesc>& output_descs() const { return outputs_; }
   // "reference", "onednn:jit:avx512_core", ... : what actually runs.
   virtual std::string implementation() const = 0;
+  // Where its inputs, outputs and gradients live: an executor places them there and copies a
+  // tensor that arrives from another device (docs/devices.md).
+  virtual Device device() const { return Device::cpu(); }
 
   // inputs match spec().inputs (an absent optional input is an undefined Tensor); outputs are
-  // allocated by the caller from output_descs().
+  // allocated by the caller from output_descs(), on device().
   //
   // Outputs may be rebound. An operator may replace an *owned* output tensor (allocated, or
   // adopted) with another owned tensor of the same descriptor instead of writing into it: a native
@@ -104,5 +107,9 @@ class Operator {
   OpSpec spec_;
   std::vector<TensorDesc> outputs_;
 };
+
+// Each defined tensor of `ts` on `device` (itself where it is there already): what callers that
+// hold host tensors give an operator of another device, and how they read its results.
+std::vector<Tensor> to_device(std::span<const Tensor> ts, Device device);
 
 }  // namespace d5

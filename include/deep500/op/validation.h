@@ -23,12 +23,13 @@ struct Tolerance {
 
 // The default tolerance for an output of `dtype` produced by op `op_type` (benchdnn style):
 // f32 rtol 1e-4 / atol 1e-6, f64 1e-10 / 1e-12, f16 2e-3 / 1e-5, bf16 1.6e-2 / 1e-5; integers
-// and bool exact. Transcendental ops (Exp, Log, Tanh, Sigmoid, Softmax, Pow, Erf, Gelu, ...)
-// get 5x rtol and 10x atol: optimized backends evaluate them with vectorized approximations of
-// a few ulp, and near zeros of the function (Log near 1, Tanh near 0) only an absolute bound
-// is meaningful. Accumulating ops (MatMul, Gemm, Conv, reductions, normalizations, pooling
-// averages, RNNs) get 10x both: their rounding error grows with the reduction length and
-// depends on the summation order. The table is documented in docs/validation.md.
+// and bool exact. The type's numeric class (op_traits.h) scales it: transcendental types (Exp,
+// Log, Tanh, Sigmoid, Pow, Erf, Gelu, ...) get 5x rtol and 10x atol: optimized backends evaluate
+// them with vectorized approximations of a few ulp, and near zeros of the function (Log near 1,
+// Tanh near 0) only an absolute bound is meaningful. Accumulating types (MatMul, Gemm, Conv,
+// reductions, normalizations, pooling averages, RNNs, CumSum, Einsum) get 10x both: their rounding
+// error grows with the reduction length and depends on the summation order. Types without traits
+// get the base tolerance. The table is documented in docs/validation.md.
 Tolerance default_tolerance(DType dtype, const std::string& op_type);
 
 // Element-wise comparison of one output with its reference, in double.

@@ -52,6 +52,7 @@ std::vector<EltStep> steps_of(const OpSpec& s) {
     return {{a == "tanh" ? alg::eltwise_gelu_tanh : alg::eltwise_gelu_erf}};
   }
   if (t == "Softplus") return {{alg::eltwise_soft_relu}};
+  if (t == "Mish") return {{alg::eltwise_mish}};
   if (t == "HardSigmoid")
     return {{alg::eltwise_linear, attr_f(s, "alpha", 0.2), attr_f(s, "beta", 0.5)},
             {alg::eltwise_clip_v2, 0, 1}};
@@ -140,6 +141,7 @@ void register_eltwise_ops(OpRegistry& r) {
       {"Selu", "eltwise_elu, then eltwise_linear (gamma)"},
       {"Gelu", "eltwise_gelu_erf / eltwise_gelu_tanh"},
       {"Softplus", "eltwise_soft_relu"},
+      {"Mish", "eltwise_mish"},
       {"HardSigmoid", "eltwise_linear, then eltwise_clip_v2 to [0, 1]"},
       {"HardSwish", "eltwise_hardswish"},
       {"Sqrt", "eltwise_sqrt"},

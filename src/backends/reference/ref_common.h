@@ -110,5 +110,7 @@ void register_data_movement_ops(OpRegistry& r);  // Transpose Slice Pad Expand C
 void register_cast_dropout_ops(OpRegistry& r);
 void register_rnn_ops(OpRegistry& r);  // RNN, GRU, LSTM
 void register_nn_ops(OpRegistry& r);  // Conv, ConvTranspose, Gemm, MatMul, pooling
+void register_cumsum_ops(OpRegistry& r);
+void register_einsum_ops(OpRegistry& r);
 
 }  // namespace d5::reference

@@ -32,6 +32,8 @@ void register_operators(OpRegistry& r) {
   register_cast_dropout_ops(r);
   register_rnn_ops(r);
   register_nn_ops(r);
+  register_cumsum_ops(r);
+  register_einsum_ops(r);
 }
 
 void register_all() {

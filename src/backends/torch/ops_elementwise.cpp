@@ -114,6 +114,8 @@ const UnaryDef kUnary[] = {
     {"HardSwish", "at::hardswish", plain<at::hardswish, at::hardswish_out>},
     {"Sqrt", "at::sqrt", plain<at::sqrt, at::sqrt_out>},
     {"Exp", "at::exp", plain<at::exp, at::exp_out>},
+    {"Erf", "at::erf", plain<at::erf, at::erf_out>},
+    {"Mish", "at::mish", plain<at::mish, at::mish_out>},
     {"Log", "at::log", plain<at::log, at::log_out>},
     {"Neg", "at::neg", plain<at::neg, at::neg_out>},
     {"Abs", "at::abs", plain<at::abs, at::abs_out>},

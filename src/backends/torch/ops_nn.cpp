@@ -354,6 +354,13 @@ Built build_global_pool(const OpSpec& s, const Operator& ref, bool max) {
 
 }  // namespace
 
+// Einsum: at::einsum with ONNX's equation as it is (both follow numpy: implicit output,
+// ellipsis broadcasting, repeated letters as diagonals).
+Built build_einsum(const OpSpec& s) {
+  const std::string equation = s.attrs.get_string("equation");
+  return OpDef{single([equation](const TensorList& in) { return at::einsum(equation, in); }), "at::einsum"};
+}
+
 void register_nn_ops(OpRegistry& r) {
   add_torch_op(
       r, "Conv", true, [](const OpSpec& s, const Operator&) { return build_conv(s); },
@@ -367,6 +374,8 @@ void register_nn_ops(OpRegistry& r) {
   add_torch_op(
       r, "MatMul", true, [](const OpSpec& s, const Operator&) { return build_matmul(s); },
       "f32, f64, i32, i64; NumPy batching");
+  add_torch_op(
+      r, "Einsum", true, [](const OpSpec& s, const Operator&) { return build_einsum(s); }, "f32, f64");
   add_torch_op(
       r, "MaxPool", true, [](const OpSpec& s, const Operator& ref) { return build_max_pool(s, ref); },
       "f32, f64, i8, u8; 1-3 spatial axes; Indices with storage_order");

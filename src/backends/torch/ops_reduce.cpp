@@ -216,6 +216,23 @@ Built build_dropout(const OpSpec& s) {
 
 }  // namespace
 
+// CumSum: at::cumsum along the axis input, flipped for reverse; exclusive shifts the inclusive
+// sum by one (a zero first, the last sum dropped), so no element is subtracted back out.
+Built build_cumsum(const OpSpec& s) {
+  const bool exclusive = s.attrs.get_int("exclusive", 0) != 0, reverse = s.attrs.get_int("reverse", 0) != 0;
+  const size_t rank = s.inputs[0].shape.rank();
+  return OpDef{single([exclusive, reverse, rank](const TensorList& in) {
+                 const int64_t axis = axis_in(in[1].item<int64_t>(), rank);
+                 at::Tensor x = reverse ? in[0].flip({axis}) : in[0];
+                 at::Tensor y = x.cumsum(axis);
+                 const int64_t n = x.size(axis);
+                 if (exclusive && n > 0)
+                   y = at::cat({at::zeros_like(y.narrow(axis, 0, 1)), y.narrow(axis, 0, n - 1)}, axis);
+                 return reverse ? y.flip({axis}) : y;
+               }),
+               "at::cumsum"};
+}
+
 void register_reduce_ops(OpRegistry& r) {
   const std::pair<const char*, Reduce> reductions[] = {{"ReduceSum", Reduce::sum},
                                                        {"ReduceMean", Reduce::mean},
@@ -240,6 +257,9 @@ void register_reduce_ops(OpRegistry& r) {
       "f32, f64; int32/int64 labels; outputs loss and log_prob");
   add_torch_op(
       r, "MSELoss", true, [](const OpSpec& s, const Operator&) { return build_mse(s); }, "f32, f64");
+  add_torch_op(
+      r, "CumSum", true, [](const OpSpec& s, const Operator&) { return build_cumsum(s); },
+      "f32, f64, i32, i64; exclusive and reverse");
   add_torch_op(
       r, "Dropout", true, [](const OpSpec& s, const Operator&) { return build_dropout(s); },
       "floating dtypes; the mask comes from ATen's generator (seeded), not the reference's stream; "

@@ -41,8 +41,9 @@ TEST(BackendPlugins, EveryBuiltBackendRegistersItsInfoOperatorsAndExecutor) {
         has_ops = has_ops || !OpRegistry::global().implementations(type, p->name).empty();
       EXPECT_TRUE(has_ops);
     }
-    if (p->register_executors)
+    if (p->register_executors) {
       EXPECT_NE(std::find(executors.begin(), executors.end(), p->name), executors.end());
+    }
   }
   // Nothing is registered that no plugin declared.
   for (const auto& b : registered) EXPECT_TRUE(names.count(b)) << b;

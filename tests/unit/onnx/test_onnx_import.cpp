@@ -92,10 +92,10 @@ TEST_F(OnnxImport, BuildsTheNetworkAndMarksParameters) {
 
 TEST_F(OnnxImport, UnknownOpNamesOpNodeAndOpset) {
   CaseDef c = relu_case();
-  c.nodes[0].op_type = "Erf";
+  c.nodes[0].op_type = "Hardmax";
   auto m = make_model(c);
-  m.mutable_graph()->mutable_node(0)->set_name("erf1");
-  expect_error<Unimplemented>([&] { import_onnx(m); }, {"node 'erf1' (Erf)", "'Erf'", "opset 13"});
+  m.mutable_graph()->mutable_node(0)->set_name("hardmax1");
+  expect_error<Unimplemented>([&] { import_onnx(m); }, {"node 'hardmax1' (Hardmax)", "'Hardmax'", "opset 13"});
 }
 
 TEST_F(OnnxImport, NonDefaultDomainIsRefusedWithTheDomain) {

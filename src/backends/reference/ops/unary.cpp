@@ -42,6 +42,9 @@ double gelu_grad(double x, double, const Params& p) {
   return 0.5 * (1 + std::erf(x / std::numbers::sqrt2)) + x * pdf;
 }
 
+// log(1 + e^x) without overflow for large x.
+double softplus(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
+
 void no_params(const OpSpec&, Params&) {}
 void alpha_param(const OpSpec& s, Params& p, double def) { p.alpha = s.attrs.get_float("alpha", def); }
 
@@ -71,8 +74,20 @@ const UnaryDef kDefs[] = {
        D5_CHECK_ARG(a == "none" || a == "tanh", "{}: approximate='{}' must be 'none' or 'tanh'", s.label(), a);
        p.tanh_approx = a == "tanh";
      }},
-    {"Softplus", [](double x, const Params&) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); },
+    {"Softplus", [](double x, const Params&) { return softplus(x); },
      [](double x, double, const Params&) { return 1 / (1 + std::exp(-x)); }, false, no_params},
+    // erf'(x) = 2/sqrt(pi) exp(-x^2).
+    {"Erf", [](double x, const Params&) { return std::erf(x); },
+     [](double x, double, const Params&) { return 2 / std::sqrt(std::numbers::pi) * std::exp(-x * x); }, false,
+     no_params},
+    // Mish(x) = x tanh(softplus(x)); with t = tanh(softplus(x)) and softplus' = sigmoid:
+    // Mish'(x) = t + x (1 - t^2) sigmoid(x).
+    {"Mish", [](double x, const Params&) { return x * std::tanh(softplus(x)); },
+     [](double x, double, const Params&) {
+       const double t = std::tanh(softplus(x));
+       return t + x * (1 - t * t) / (1 + std::exp(-x));
+     },
+     false, no_params},
     {"HardSigmoid", [](double x, const Params& p) { return std::clamp(p.alpha * x + p.beta, 0.0, 1.0); },
      [](double x, double, const Params& p) {
        const double v = p.alpha * x + p.beta;

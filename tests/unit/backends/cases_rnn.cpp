@@ -1,6 +1,5 @@
-// Torch LSTM, GRU and RNN against the reference (forward and backpropagation through time), and
-// the specs ATen's cells cannot express, which the torch backend refuses with a reason.
-#include "torch_test_util.h"
+// Shared cases: LSTM, GRU and RNN against the reference (forward and backpropagation through time).
+#include "shared_cases.h"
 
 namespace d5::test {
 
@@ -49,7 +48,7 @@ void check_rnn(const std::string& type, DType t, const RnnCase& c, Attributes at
 
 }  // namespace
 
-TEST(TorchRnn, MatchesReference) {
+TEST(Recurrent, MatchesReference) {
   std::vector<RnnCase> cases(9);
   cases[1].direction = "bidirectional";
   cases[2].direction = "reverse";
@@ -88,36 +87,6 @@ TEST(TorchRnn, MatchesReference) {
   check_rnn(
       "GRU", DType::f32, {},
       {{"activations", std::vector<std::string>{"Sigmoid", "Tanh"}}, {"linear_before_reset", int64_t{1}}});
-}
-
-TEST(TorchRnn, RefusesWhatAtenCannotExpress) {
-  auto spec = [](const std::string& type, Attributes a, bool peephole = false) {
-    const int64_t gates = type == "LSTM" ? 4 : type == "GRU" ? 3 : 1;
-    std::vector<TensorDesc> in = {
-        {DType::f32, {2, 1, 3}}, {DType::f32, {1, gates * 2, 3}}, {DType::f32, {1, gates * 2, 2}}};
-    std::vector<bool> present = {true, true, true};
-    if (peephole) {
-      in.resize(8);
-      present.resize(8, false);
-      in[7] = {DType::f32, {1, 6}};
-      present[7] = true;
-    }
-    OpSpec s = spec_of(type, in, std::move(a));
-    if (peephole) s.present = present;
-    return s;
-  };
-  auto refused = [](const OpSpec& s, const std::string& words) {
-    const std::string why = torch_refusal(s);
-    EXPECT_NE(why.find(words), std::string::npos) << s.label() << ": " << why;
-  };
-  refused(spec("GRU", {}), "linear_before_reset=0");
-  refused(spec("GRU", {{"linear_before_reset", int64_t{1}}, {"clip", 2.0}}), "clip");
-  refused(spec("LSTM", {{"input_forget", int64_t{1}}}), "input_forget");
-  refused(spec("LSTM", {}, true), "peepholes");
-  refused(spec("LSTM", {{"activations", std::vector<std::string>{"Sigmoid", "Relu", "Tanh"}}}),
-          "fixed activations");
-  refused(spec("RNN", {{"activations", std::vector<std::string>{"Sigmoid"}}}), "Tanh or Relu");
-  EXPECT_EQ(torch_refusal(spec("LSTM", {})), "accepts");
 }
 
 }  // namespace d5::test

@@ -1,0 +1,93 @@
+#pragma once
+// Where tensor storage comes from, per device kind (docs/devices.md).
+//
+// Every device kind has one allocator: the host's hands out 64-byte-aligned memory under the
+// --malloc policy; a device's (CUDA, or the host-memory device the tests register) is a caching
+// allocator that keeps freed blocks for reuse, as a GPU framework must, because its raw
+// allocation synchronises the device. Copies between devices go through the allocators of both
+// ends; host code may only dereference memory of a kind whose allocator says it is host
+// accessible, and Tensor's element access refuses any other with InvalidArgument.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "deep500/core/device.h"
+
+namespace d5 {
+
+struct DeviceMemoryStats {
+  int64_t allocated_bytes = 0;  // held by live tensors
+  int64_t reserved_bytes = 0;   // obtained from the device: allocated plus cached for reuse
+  int64_t peak_bytes = 0;       // high-water mark of allocated_bytes
+  int64_t allocations = 0;      // tensors allocated
+  int64_t cache_hits = 0;       // of them, served from a cached block
+};
+
+// Blocks handed out keep their allocator alive (shared_from_this), whatever order owners go in.
+class DeviceAllocator : public std::enable_shared_from_this<DeviceAllocator> {
+ public:
+  virtual ~DeviceAllocator() = default;
+  // "cpu", "cuda", ...: the name a Device of this kind prints as ("cuda:0").
+  virtual std::string kind_name() const = 0;
+  // Whether host code may read and write this memory directly.
+  virtual bool host_accessible() const = 0;
+  // At least `bytes` (0 allowed), 64-byte aligned, released when the last owner goes.
+  virtual std::shared_ptr<void> allocate(size_t bytes, int32_t index) = 0;
+  virtual void zero(void* data, size_t bytes, int32_t index) = 0;
+  // Between this device's memory and host memory; ordered after earlier work on the device's
+  // stream (a device with streams may return before the copy ends: synchronize() waits).
+  virtual void copy_to_host(void* host, const void* device, size_t bytes, int32_t index) = 0;
+  virtual void copy_from_host(void* device, const void* host, size_t bytes, int32_t index) = 0;
+  virtual void synchronize(int32_t /*index*/) {}
+  virtual DeviceMemoryStats stats(int32_t index) const = 0;
+  virtual void reset_peak(int32_t index) = 0;
+};
+
+// A kind's allocator, set once by whoever provides the kind (the core for cpu, the CUDA backend,
+// a test). register_device_kind returns the kind a new name gets; registering a name again
+// replaces its allocator (a plugin registered twice) and keeps the kind.
+DeviceKind register_device_kind(std::shared_ptr<DeviceAllocator> allocator);
+// The allocator of d's kind; InvalidArgument naming the known kinds when none is registered.
+DeviceAllocator& allocator_for(Device d);
+bool is_registered(DeviceKind kind);
+bool host_accessible(Device d);
+// The kind named `name` ("cpu", "cuda"), or InvalidArgument naming the known kinds.
+DeviceKind device_kind_named(const std::string& name);
+// "cpu", "cuda:1", "testmem:0" into a Device (the index defaults to 0).
+Device parse_device(const std::string& text);
+
+// Copies `bytes` from src on `from` to dst on `to`, staging through host memory when neither end
+// is the host. Waits for the copy to end.
+void copy_between_devices(void* dst, Device to, const void* src, Device from, size_t bytes);
+
+// A caching allocator over a device's raw allocation, kept in size classes (rounded up to 512
+// bytes, exact above 1 MiB rounded to 1 MiB): a freed block waits in its class for the next
+// request of that class. Thread-safe. release_cached() gives cached blocks back.
+class CachingDeviceAllocator : public DeviceAllocator {
+ public:
+  std::shared_ptr<void> allocate(size_t bytes, int32_t index) override;
+  DeviceMemoryStats stats(int32_t index) const override;
+  void reset_peak(int32_t index) override;
+  void release_cached(int32_t index);
+  ~CachingDeviceAllocator() override;
+
+ protected:
+  virtual void* raw_allocate(size_t bytes, int32_t index) = 0;
+  virtual void raw_free(void* data, int32_t index) = 0;
+
+ private:
+  struct PerDevice {
+    std::unordered_map<size_t, std::vector<void*>> cached;
+    DeviceMemoryStats stats;
+  };
+  static size_t size_class(size_t bytes);
+  void give_back(void* data, size_t cls, int32_t index);
+  mutable std::mutex mutex_;
+  std::unordered_map<int32_t, PerDevice> devices_;
+};
+
+}  // namespace d5

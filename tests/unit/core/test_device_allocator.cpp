@@ -1,0 +1,140 @@
+// Tensors on a device other than the host, through the host-memory "testmem" device
+// (test_memory_device.h): allocation and reuse, statistics, copies each way and between two
+// device kinds, and host access refused with a message instead of a crash.
+#include <gtest/gtest.h>
+
+#include "deep500/core/device_allocator.h"
+#include "deep500/core/tensor.h"
+#include "../test_memory_device.h"
+
+namespace d5 {
+namespace {
+
+Tensor host_values() { return Tensor::from_values<float>(Shape{2, 3}, {1, -2, 3, -4, 5, -6}); }
+
+TEST(DeviceAllocator, HostIsKindZeroAndAccessible) {
+  EXPECT_EQ(parse_device("cpu"), Device::cpu());
+  EXPECT_TRUE(host_accessible(Device::cpu()));
+  EXPECT_EQ(allocator_for(Device::cpu()).kind_name(), "cpu");
+  const auto before = allocator_for(Device::cpu()).stats(0);
+  Tensor t(DType::f32, Shape{1000});
+  EXPECT_GE(allocator_for(Device::cpu()).stats(0).allocated_bytes, before.allocated_bytes + 4000);
+}
+
+TEST(DeviceAllocator, TestDeviceParsesPrintsAndRefusesUnknownKinds) {
+  const Device d = test::test_memory_device(1);
+  EXPECT_EQ(d.to_string(), "testmem:1");
+  EXPECT_EQ(parse_device("testmem:1"), d);
+  EXPECT_EQ(parse_device("testmem").index, 0);
+  EXPECT_FALSE(host_accessible(d));
+  try {
+    parse_device("tpu:0");
+    FAIL() << "an unknown kind was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("known: cpu"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("testmem"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_device("testmem:x"), InvalidArgument);
+}
+
+TEST(DeviceAllocator, RoundTripThroughTheDeviceKeepsValues) {
+  const Device d = test::test_memory_device();
+  auto alloc = test::test_memory_allocator();
+  const int to_host = alloc->copies_to_host, from_host = alloc->copies_from_host;
+  const Tensor h = host_values();
+  const Tensor on_device = h.to(d);
+  EXPECT_EQ(on_device.device(), d);
+  EXPECT_NE(on_device.data(), h.data());
+  const Tensor cloned = on_device.clone();  // device to device, staged through the host
+  EXPECT_EQ(cloned.device(), d);
+  const Tensor back = cloned.to(Device::cpu());
+  EXPECT_TRUE(back.on_host());
+  for (int64_t i = 0; i < h.numel(); ++i) EXPECT_EQ(back.get(i), h.get(i));
+  EXPECT_EQ(alloc->copies_from_host, from_host + 2);
+  EXPECT_EQ(alloc->copies_to_host, to_host + 2);
+  // to() the device it is on shares the buffer.
+  EXPECT_EQ(on_device.to(d).data(), on_device.data());
+}
+
+TEST(DeviceAllocator, ZeroFilledOnTheDevice) {
+  const Device d = test::test_memory_device();
+  Tensor z(TensorDesc{DType::f64, Shape{17}}, d);
+  const Tensor back = z.to(Device::cpu());
+  for (int64_t i = 0; i < back.numel(); ++i) EXPECT_EQ(back.get(i), 0.0);
+}
+
+TEST(DeviceAllocator, HostAccessToDeviceMemoryIsAClearError) {
+  const Device d = test::test_memory_device();
+  Tensor t = host_values().to(d);
+  auto expect_refused = [](auto&& f) {
+    try {
+      f();
+      ADD_FAILURE() << "host access to device memory was allowed";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("testmem:0"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("to(Device::cpu())"), std::string::npos) << e.what();
+    }
+  };
+  expect_refused([&] { (void)t.data_as<float>(); });
+  expect_refused([&] { (void)t.span<float>(); });
+  expect_refused([&] { (void)t.get(0); });
+  expect_refused([&] { t.set(0, 1.0); });
+  expect_refused([&] { t.fill(2.0); });
+  expect_refused([&] { (void)t.cast(DType::f64); });
+  expect_refused([&] { (void)t.at<float>({0, 0}); });
+  EXPECT_EQ(t.to_string(), "f32[2, 3] on testmem:0");
+  EXPECT_NE(t.data(), nullptr);  // the raw pointer is what a device library receives
+}
+
+TEST(DeviceAllocator, FreedBlocksAreReusedAndCounted) {
+  const Device d = test::test_memory_device(1);
+  auto alloc = test::test_memory_allocator();
+  alloc->release_cached(1);
+  const auto before = alloc->stats(1);
+  const int raw_before = alloc->raw_allocations;
+  const void* first = nullptr;
+  {
+    Tensor a(TensorDesc{DType::f32, Shape{1000}}, d);  // 4000 bytes: the 4096-byte class
+    first = a.data();
+    const auto during = alloc->stats(1);
+    EXPECT_EQ(during.allocated_bytes, before.allocated_bytes + 4096);
+    EXPECT_EQ(during.reserved_bytes, before.reserved_bytes + 4096);
+  }
+  const auto after_free = alloc->stats(1);
+  EXPECT_EQ(after_free.allocated_bytes, before.allocated_bytes);
+  EXPECT_EQ(after_free.reserved_bytes, before.reserved_bytes + 4096);  // cached, not returned
+  Tensor b(TensorDesc{DType::i32, Shape{1010}}, d);  // 4040 bytes: the same class
+  EXPECT_EQ(b.data(), first);
+  EXPECT_EQ(alloc->raw_allocations, raw_before + 1);
+  const auto reused = alloc->stats(1);
+  EXPECT_EQ(reused.cache_hits, before.cache_hits + 1);
+  EXPECT_EQ(reused.allocations, before.allocations + 2);
+  EXPECT_EQ(reused.peak_bytes, std::max(before.peak_bytes, before.allocated_bytes + 4096));
+  Tensor c(TensorDesc{DType::f32, Shape{3000}}, d);  // another class: a new block
+  EXPECT_EQ(alloc->raw_allocations, raw_before + 2);
+  alloc->reset_peak(1);
+  EXPECT_EQ(alloc->stats(1).peak_bytes, alloc->stats(1).allocated_bytes);
+}
+
+TEST(DeviceAllocator, CopiesBetweenTwoDeviceKindsGoThroughTheHost) {
+  const Device a = test::test_memory_device(0, "testmem");
+  const Device b = test::test_memory_device(0, "testmem_b");
+  EXPECT_NE(a.kind, b.kind);
+  auto alloc_b = test::test_memory_allocator("testmem_b");
+  const int from_host = alloc_b->copies_from_host;
+  const Tensor on_b = host_values().to(a).to(b);
+  EXPECT_EQ(on_b.device(), b);
+  EXPECT_EQ(alloc_b->copies_from_host, from_host + 1);
+  const Tensor back = on_b.to(Device::cpu());
+  EXPECT_EQ(back.get(5), -6.0);
+}
+
+TEST(DeviceAllocator, ReRegisteringAKindKeepsItsValue) {
+  const Device d = test::test_memory_device();
+  const DeviceKind again = register_device_kind(test::test_memory_allocator());
+  EXPECT_EQ(again, d.kind);
+  EXPECT_THROW(allocator_for(Device{static_cast<DeviceKind>(1000), 0}), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace d5

@@ -1,0 +1,202 @@
+// An operator executor over two devices: operators of the backend "testdev" run on the
+// host-memory device "testmem" (test_memory_device.h) and the rest on the host, so every
+// transfer path an accelerator needs runs here. Values are checked against the reference
+// executor (the same kernels: equal bit for bit) and against gradients derived by hand; transfers
+// are counted against the plan's boundaries.
+#include <gtest/gtest.h>
+
+#include "deep500/backends/builtin.h"
+#include "deep500/core/backend.h"
+#include "deep500/op/op_registry.h"
+#include "deep500/op/validation.h"
+#include "deep500/net/operator_executor.h"
+#include "../test_memory_device.h"
+#include "executor_test_nets.h"
+
+namespace d5 {
+namespace {
+
+// The reference operator, run on host copies of device tensors: its inputs, outputs and
+// gradients live on testmem.
+class OnTestDevice final : public Operator {
+ public:
+  OnTestDevice(std::unique_ptr<Operator> inner, Device device)
+      : Operator(inner->spec(), inner->output_descs()), inner_(std::move(inner)), device_(device) {}
+  std::string implementation() const override { return "testdev(" + inner_->implementation() + ")"; }
+  Device device() const override { return device_; }
+  std::vector<bool> differentiable_inputs() const override { return inner_->differentiable_inputs(); }
+
+  void forward(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
+    check_inputs(inputs);
+    std::vector<Tensor> outs = inner_->run_forward(on_host(inputs));
+    for (size_t j = 0; j < outputs.size(); ++j) outputs[j].copy_from(outs[j]);
+  }
+  void backward(std::span<const Tensor> grad_outputs, std::span<const Tensor> inputs,
+                std::span<const Tensor> outputs, std::span<Tensor> grad_inputs) override {
+    std::vector<Tensor> grads(grad_inputs.size());
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (!grad_inputs[i].defined()) continue;
+      EXPECT_EQ(grad_inputs[i].device(), device_) << "gradient buffer of input " << i;
+      grads[i] = Tensor::uninitialized(grad_inputs[i].desc());
+    }
+    inner_->backward(on_host(grad_outputs), on_host(inputs), on_host(outputs), grads);
+    for (size_t i = 0; i < grads.size(); ++i)
+      if (grads[i].defined()) grad_inputs[i].copy_from(grads[i]);
+  }
+
+ private:
+  std::vector<Tensor> on_host(std::span<const Tensor> ts) const {
+    std::vector<Tensor> out;
+    for (const Tensor& t : ts) {
+      if (t.defined()) {
+        EXPECT_EQ(t.device(), device_);
+      }
+      out.push_back(t.defined() ? t.to(Device::cpu()) : Tensor());
+    }
+    return out;
+  }
+  std::unique_ptr<Operator> inner_;
+  Device device_;
+};
+
+class ExecutorDevices : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    register_builtin_operators();
+    const Device device = test::test_memory_device();
+    BackendInfo info;
+    info.name = "testdev";
+    info.description = "reference kernels on the tests' host-memory device";
+    info.version = "1";
+    register_backend(info);
+    for (const std::string type : {"Gemm", "Relu", "Add"})
+      OpRegistry::global().add_or_replace(
+          {type, "testdev", "testdev", true, [device](const OpSpec& spec) -> OpCreateResult {
+             return std::make_unique<OnTestDevice>(OpRegistry::global().create(spec, "reference"), device);
+           },
+           "the reference kernel on testmem"});
+  }
+  static OperatorExecutor on_two_devices(Network& net) {
+    return OperatorExecutor(net, "testdev", {"testdev", "reference"});
+  }
+};
+
+void expect_equal(const Tensor& a, const Tensor& b, const std::string& what) {
+  ASSERT_TRUE(a.on_host() && b.on_host()) << what;
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.get(i), b.get(i)) << what << " at " << i;
+}
+
+TEST_F(ExecutorDevices, PlanPlacesNodesAndNamesTheBoundaries) {
+  Network net = test::mlp(4, 6, 8, 3);
+  OperatorExecutor ex = on_two_devices(net);
+  const auto layouts = ex.layouts("loss_value");
+  ASSERT_EQ(layouts.size(), 4u);
+  EXPECT_EQ(layouts[0].node, "fc1");
+  EXPECT_EQ(layouts[0].device, "testmem:0");
+  EXPECT_EQ(layouts[0].transfers, 3);  // x, W1, b1 come from the host
+  EXPECT_EQ(layouts[0].outputs, std::vector<std::string>{"testmem:0/plain"});
+  EXPECT_EQ(layouts[1].transfers, 0);  // relu reads fc1's output where it is
+  EXPECT_EQ(layouts[2].transfers, 2);  // W2, b2
+  EXPECT_EQ(layouts[3].node, "loss");
+  EXPECT_EQ(layouts[3].device, "cpu");
+  EXPECT_EQ(layouts[3].inputs, (std::vector<std::string>{"testmem:0/plain", "plain"}));
+  EXPECT_EQ(layouts[3].transfers, 1);  // logits back to the host
+  EXPECT_EQ(ex.implementations().at("fc1"), "testdev(reference)");
+}
+
+TEST_F(ExecutorDevices, InferenceEqualsTheHostOnlyRunAndCountsEachCopyOnce) {
+  Network net = test::mlp(4, 6, 8, 3);
+  const auto feeds = test::feeds_for(net, 3);
+  ReferenceExecutor host(net);
+  const Tensor want = host.inference(feeds).at("logits").clone();
+  EXPECT_EQ(host.memory().transfers, 0);
+  OperatorExecutor ex = on_two_devices(net);
+  const Tensor got = ex.inference(feeds).at("logits");
+  expect_equal(got, want, "logits");
+  // x, W1, b1 to fc1; W2, b2 to fc2; logits to the caller.
+  EXPECT_EQ(ex.memory().transfers, 6);
+  EXPECT_EQ(ex.memory().transfer_bytes, (4 * 6 + 8 * 6 + 8 + 3 * 8 + 3 + 4 * 3) * 4);
+  // Again: the same copies, nothing left over from the first call.
+  ex.inference(feeds);
+  EXPECT_EQ(ex.memory().transfers, 6);
+}
+
+TEST_F(ExecutorDevices, TrainingStepGradientsEqualTheHostOnlyRun) {
+  Network net = test::mlp(4, 6, 8, 3);
+  const auto feeds = test::feeds_for(net, 3);
+  ReferenceExecutor host(net);
+  host.inference_and_backprop(feeds, "loss_value");
+  std::map<std::string, Tensor> want;
+  for (const auto& [param, grad] : net.gradient()) want[grad] = net.fetch_tensor(grad).clone();
+  OperatorExecutor ex = on_two_devices(net);
+  const auto out = ex.inference_and_backprop(feeds, "loss_value");
+  EXPECT_TRUE(out.at("loss_value").on_host());
+  for (const auto& [grad, value] : want) expect_equal(net.fetch_tensor(grad), value, grad);
+  // Forward: 3 + 2 to the device, logits to the host once (for the loss and the caller).
+  // Backward: the logits' gradient to the device, four parameter gradients to the host.
+  EXPECT_EQ(ex.memory().transfers, 6 + 1 + 4);
+}
+
+// y = Relu(p) + p, loss = ReduceSum(y): p's gradient, 1[p > 0] + 1, is the sum of two
+// contributions computed on the device; the executor adds them on the host.
+TEST_F(ExecutorDevices, GradientsFromTwoDeviceConsumersAccumulate) {
+  Network net("accumulate");
+  net.feed_tensor("p", Tensor::from_values<float>(Shape{4}, {-1.5f, 0.5f, 2.0f, -0.25f}), true);
+  net.add_node({"relu", "Relu", "", {}, {"p"}, {"a"}});
+  net.add_node({"add", "Add", "", {}, {"a", "p"}, {"y"}});
+  net.add_node({"sum", "ReduceSum", "", Attributes{{"keepdims", int64_t{0}}}, {"y"}, {"loss"}});
+  net.add_output("loss");
+  OperatorExecutor ex = on_two_devices(net);
+  const auto out = ex.inference_and_backprop({}, "loss");
+  EXPECT_FLOAT_EQ(static_cast<float>(out.at("loss").get(0)), 0.5f + 2.0f + (-1.5f + 0.5f + 2.0f - 0.25f));
+  const Tensor g = net.fetch_tensor(net.gradient().at(0).second);
+  ASSERT_TRUE(g.on_host());
+  const std::vector<double> want{1, 2, 2, 1};
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(g.get(i), want[static_cast<size_t>(i)]) << i;
+  // Forward: p to the device once (relu and add share the copy), y to the host. Backward: y's
+  // gradient to the device; the sum of p's two gradients on the host takes both there.
+  EXPECT_EQ(ex.layouts("loss")[1].transfers, 1);
+  EXPECT_EQ(ex.memory().transfers, 2 + 1 + 2);
+}
+
+TEST_F(ExecutorDevices, AnOperatorGivenAHostTensorRefusesIt) {
+  OpSpec spec;
+  spec.type = "Relu";
+  spec.inputs = {TensorDesc{DType::f32, Shape{3}}};
+  auto op = OpRegistry::global().create(spec, "testdev");
+  const Tensor x = Tensor::from_values<float>(Shape{3}, {1, -1, 2});
+  try {
+    op->run_forward({&x, 1});
+    FAIL() << "a host tensor was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("input 0 is on cpu but the operator runs on testmem:0"), std::string::npos)
+        << e.what();
+  }
+}
+
+// test_forward and test_gradient hand a device operator its inputs on its device and read
+// host copies of what it returns.
+TEST_F(ExecutorDevices, OperatorChecksRunOnTheDevice) {
+  OpSpec spec;
+  spec.type = "Gemm";
+  spec.attrs = Attributes{{"transB", int64_t{1}}};
+  spec.inputs = {TensorDesc{DType::f64, Shape{3, 4}}, TensorDesc{DType::f64, Shape{2, 4}},
+                 TensorDesc{DType::f64, Shape{2}}};
+  auto on_device = OpRegistry::global().create(spec, "testdev");
+  auto on_host = OpRegistry::global().create(spec, "reference");
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < 3; ++i) inputs.push_back(test::random_tensor(spec.inputs[i], "in" + std::to_string(i)));
+  const auto want = on_host->run_forward(inputs);
+  EXPECT_EQ(test_forward(*on_device, inputs, want).state, CaseState::Passed);
+  const GradientCheckResult g = test_gradient(*on_device, inputs);
+  EXPECT_EQ(g.state, CaseState::Passed) << g.detail;
+  EXPECT_GT(g.checked, 0);
+  // A wrong reference still fails through the copies.
+  std::vector<Tensor> wrong{want[0].clone()};
+  wrong[0].set(0, wrong[0].get(0) + 1.0);
+  EXPECT_EQ(test_forward(*on_device, inputs, wrong).state, CaseState::Failed);
+}
+
+}  // namespace
+}  // namespace d5

@@ -1,0 +1,59 @@
+#pragma once
+// "testmem": a device whose memory is host memory that host code is told it may not touch, so
+// that every path a GPU takes (device allocation, caching, copies each way, refusals of host
+// access, an executor's transfers at device boundaries) runs on machines without one. Only tests
+// register it.
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "deep500/core/device_allocator.h"
+
+namespace d5::test {
+
+class TestMemoryAllocator final : public CachingDeviceAllocator {
+ public:
+  explicit TestMemoryAllocator(std::string name) : name_(std::move(name)) {}
+  ~TestMemoryAllocator() override { release_cached(0), release_cached(1); }
+  std::string kind_name() const override { return name_; }
+  bool host_accessible() const override { return false; }
+  void zero(void* data, size_t bytes, int32_t) override { std::memset(data, 0, bytes); }
+  void copy_to_host(void* host, const void* device, size_t bytes, int32_t) override {
+    std::memcpy(host, device, bytes);
+    ++copies_to_host;
+  }
+  void copy_from_host(void* device, const void* host, size_t bytes, int32_t) override {
+    std::memcpy(device, host, bytes);
+    ++copies_from_host;
+  }
+  int raw_allocations = 0, copies_to_host = 0, copies_from_host = 0;
+
+ protected:
+  void* raw_allocate(size_t bytes, int32_t) override {
+    ++raw_allocations;
+    return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  }
+  void raw_free(void* data, int32_t) override { std::free(data); }
+
+ private:
+  std::string name_;
+};
+
+// The allocator of kind `name` (registered on first use) and device `name`:index.
+inline std::shared_ptr<TestMemoryAllocator> test_memory_allocator(const std::string& name = "testmem") {
+  static std::map<std::string, std::shared_ptr<TestMemoryAllocator>> allocators;
+  auto& a = allocators[name];
+  if (!a) {
+    a = std::make_shared<TestMemoryAllocator>(name);
+    register_device_kind(a);
+  }
+  return a;
+}
+inline Device test_memory_device(int32_t index = 0, const std::string& name = "testmem") {
+  test_memory_allocator(name);
+  return Device{device_kind_named(name), index};
+}
+
+}  // namespace d5::test
