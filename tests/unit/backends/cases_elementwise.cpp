@@ -36,8 +36,9 @@ TEST(Elementwise, ActivationsMatchReference) {
       {"Erf", {}},
       {"Mish", {}},
   };
+  // Vector lengths with and without a remainder, and a tensor of several vector blocks per row.
   for (const auto& [type, attrs] : ops)
-    for (const auto& d : {f32({2, 3, 5}), f64({7}), f32({})}) {
+    for (const auto& d : {f32({2, 3, 5}), f64({7}), f32({}), f32({1}), f32({2, 3, 17}), f32({4, 16, 9, 9})}) {
       // [-4, 4) crosses every kink (HardSwish at +-3, HardSigmoid's clamps) at random points.
       check(type, random_inputs({d}, -4, 4), attrs);
     }
@@ -45,7 +46,8 @@ TEST(Elementwise, ActivationsMatchReference) {
 
 TEST(Elementwise, PositiveDomainFunctions) {
   for (const char* type : {"Sqrt", "Log", "Reciprocal"})
-    for (const auto& d : {f32({4, 6}), f64({3, 1, 2})}) check(type, random_inputs({d}, 0.5, 3), {});
+    for (const auto& d : {f32({4, 6}), f64({3, 1, 2}), f32({}), f32({2, 3, 17}), f32({4, 16, 9, 9})})
+      check(type, random_inputs({d}, 0.5, 3), {});
 }
 
 TEST(Elementwise, IntegerUnaryOps) {
@@ -66,12 +68,23 @@ TEST(Elementwise, Clip) {
   check("Clip",
         {xi, Tensor::from_values<int32_t>(Shape{}, {-3}), Tensor::from_values<int32_t>(Shape{}, {5})});
   check("Clip", {xi}, {{"min", -2.5}, {"max", 4.5}}, std::nullopt, 6);  // integer bounds truncate
+  // Bounds known when the operator is created (initializers), as a backend that fuses them wants.
+  const Tensor lo = Tensor::from_values<float>(Shape{}, {-0.25f}), hi = Tensor::from_values<float>(Shape{}, {0.5f});
+  const auto y = random_input(f32({5, 6}), "y", -1, 1);
+  check_spec(spec_of("Clip", {y.desc(), lo.desc(), hi.desc()}, {}, {std::nullopt, lo, hi}), {y, lo, hi});
+  OpSpec only_max = spec_of("Clip", {y.desc(), lo.desc(), hi.desc()}, {}, {std::nullopt, std::nullopt, hi});
+  only_max.present = {true, false, true};
+  check_spec(only_max, {y, Tensor(), hi});
 }
 
 TEST(Elementwise, BinaryArithmeticBroadcasts) {
-  const std::vector<std::pair<Shape, Shape>> shapes = {{{2, 3}, {2, 3}}, {{2, 3}, {3}}, {{2, 1, 4}, {3, 1}},
-                                                       {{}, {2, 2}},     {{4, 1}, {}},  {{0, 3}, {3}}};
-  for (const char* type : {"Add", "Sub", "Mul", "Div"})
+  // Either input broadcasting, both, scalars, middle and last axes, and rows of whole vectors.
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{2, 3}, {2, 3}}, {{2, 3}, {3}},       {{2, 1, 4}, {3, 1}},  {{}, {2, 2}},    {{4, 1}, {}},
+      {{0, 3}, {3}},    {{2, 3, 4}, {4}},    {{1, 3}, {4, 3}},     {{}, {5}},       {{6, 1, 5}, {6, 7, 1}},
+      {{16, 32}, {16, 32}}};
+  // Max and Min with two inputs: random values, so no ties (those are below).
+  for (const char* type : {"Add", "Sub", "Mul", "Div", "Max", "Min"})
     for (const auto& [a, b] : shapes)
       for (DType t : {DType::f32, DType::f64}) {
         auto in = random_inputs({{t, a}, {t, b}});
@@ -139,6 +152,10 @@ TEST(Elementwise, Variadic) {
   const auto c = Tensor::from_values<double>(Shape{4}, {1, 3, 5, 0});
   check("Max", {a, b, c});
   check("Min", {a, b, c});
+  // Two f32 inputs with ties: the gradient goes to the first.
+  const auto p = Tensor::from_values<float>(Shape{4}, {1, 2, 3, 4}), q = Tensor::from_values<float>(Shape{4}, {1, 5, 3, 0});
+  check("Max", {p, q});
+  check("Min", {p, q});
 }
 
 TEST(Elementwise, ComparisonsAndLogic) {
