@@ -9,7 +9,9 @@
 namespace d5 {
 
 // Datasets, samplers and optimizers of Level 2, then every plugin's backend info and native
-// optimizers (which replace the placeholders that refuse without their framework).
+// optimizers. A framework's optimizer names ("torch-adam") are registered in every build and
+// throw Unimplemented naming the missing backend; the framework's plugin, when built, registers
+// the working optimizer under the same name in their place.
 void register_builtin_backends();
 // register_builtin_backends(), then every plugin's operators and graph executors.
 void register_builtin_operators();
