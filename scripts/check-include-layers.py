@@ -5,7 +5,8 @@ Layers, lowest first: core, metrics, op (with spi, the backend SPI), net, onnx, 
 experiment, report; backends and the CLI sit on top and may include any of them. A file's layer is
 its folder: include/deep500/<layer>/, or src/core, src/metrics, src/lv0 (op), src/lv1 (net),
 src/onnx, src/lv2 (train), src/lv3 (dist), src/experiment, src/report, src/backends, src/cli.
-Public headers include no private (src/) header.
+Public headers include no private (src/) header, and a backend includes no other backend's
+headers: what backends share lives in the layers below (deep500/spi/).
 
 usage: check-include-layers.py [SOURCE_ROOT]   (exit 1 and one line per violation)
 """
@@ -44,6 +45,25 @@ def layer_of_include(path, including_dir, root):
     return None, False
 
 
+def backend_of(rel):
+    """The backend folder a path under src/backends/ belongs to, or None."""
+    parts = rel.split('/')
+    return parts[2] if parts[:2] == ['src', 'backends'] and len(parts) > 3 else None
+
+
+def other_backend(path, including_dir, root, rel):
+    """The other backend whose private header `path` is, when a backend file includes one."""
+    mine = backend_of(rel)
+    if mine is None:
+        return None
+    candidates = [os.path.normpath(os.path.join(including_dir, path)), os.path.join(root, 'src', path)]
+    for c in candidates:
+        theirs = backend_of(os.path.relpath(c, root))
+        if os.path.exists(c) and theirs is not None and theirs != mine:
+            return theirs
+    return None
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..'))
     violations = []
@@ -63,6 +83,11 @@ def main():
                     for number, line in enumerate(f, 1):
                         m = INCLUDE.match(line)
                         if not m:
+                            continue
+                        backend = other_backend(m.group(1), dirpath, root, rel)
+                        if backend is not None:
+                            violations.append(f'{rel}:{number}: backend {backend_of(rel)} includes "{m.group(1)}" '
+                                              f'of backend {backend}; share it through deep500/spi/ instead')
                             continue
                         theirs, private = layer_of_include(m.group(1), dirpath, root)
                         if theirs is None:

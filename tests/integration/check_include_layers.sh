@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The include-layer check passes on this tree and fails, naming the file, the include and both
-# layers, on copies with an include that goes up the layer order or a public header that
-# includes a private one.
+# layers, on copies with an include that goes up the layer order, a public header that includes a
+# private one, or a backend that includes another backend's header.
 set -u
 SRC=$1
 CHECK="$SRC/scripts/check-include-layers.py"
@@ -31,6 +31,8 @@ expect_violation up-the-order src/lv0/operator.cpp '#include "deep500/train/trai
   'op includes "deep500/train/trainer.h" of layer train, which lies above it'
 expect_violation public-includes-private include/deep500/train/dataset.h '#include "lv2/images/jpeg.h"' \
   'public header includes private "lv2/images/jpeg.h"'
+expect_violation backend-includes-backend src/backends/onednn/conv.cpp '#include "../reference/ops/nn_common.h"' \
+  'backend onednn includes "../reference/ops/nn_common.h" of backend reference'
 touch "$TMP/x" && mkdir -p "$TMP/tree2/include/deep500" && cp -r "$SRC/src" "$TMP/tree2/" && \
   cp -r "$SRC/include/deep500/core" "$TMP/tree2/include/deep500/" && touch "$TMP/tree2/include/deep500/flat.h"
 if out=$(python3 "$CHECK" "$TMP/tree2" 2>&1) || ! grep -q "flat.h: a public header outside the layer folders" <<<"$out"; then

@@ -3,7 +3,8 @@
 // place in ONNX and the numeric class its validation tolerance follows. One line per type, in
 // src/lv0/op_traits.cpp; backends implement types, they never redefine them. The ONNX importer
 // takes every type whose ONNX opset it reads as it is (a few need a visitor, registered with the
-// importer); test_forward's default tolerances follow the numeric class.
+// importer); test_forward's default tolerances follow the numeric class. What depends on a spec
+// (outputs, differentiable inputs, flops, bytes) is op_semantics' (op_semantics.h).
 #include <memory>
 #include <string>
 #include <vector>

@@ -10,7 +10,7 @@
 //   Add: gy, gy   Sub: gy, -gy   Mul: gy * b, gy * a   Div: gy / b, -(y / b) * gy
 //   Max/Min: (y == a) * gy, (y != a) * gy: ties go to the first input, as in the reference.
 // Sub's negation scales the (small) reduced gradient.
-#include "../reference/ref_common.h"
+#include "deep500/spi/shape_rules.h"
 #include "onednn_common.h"
 
 namespace d5::onednn {
@@ -133,7 +133,7 @@ class BinaryOp : public OnednnOp {
     refuse_if(s.attrs.get_int("broadcast", 0) != 0,
               "legacy (opset < 7) broadcast with 'broadcast'/'axis' "
               "attributes is not supported");
-    const Shape out = reference::broadcast_shapes({s.inputs[0].shape, s.inputs[1].shape}, s);
+    const Shape out = broadcast_shapes({s.inputs[0].shape, s.inputs[1].shape}, s);
     refuse_if(out.numel() == 0, "empty tensors: nothing for oneDNN to compute");
     return {TensorDesc{DType::f32, out}};
   }

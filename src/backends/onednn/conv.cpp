@@ -17,7 +17,6 @@ namespace d5::onednn {
 namespace {
 
 using dnnl::prop_kind;
-using reference::ConvDims;
 
 memory::dims nc_dims(int64_t n, int64_t c, const std::vector<int64_t>& spatial) {
   memory::dims d = {n, c};
@@ -134,7 +133,11 @@ class ConvOp : public OnednnOp {
 
   void backward(std::span<const Tensor> gy, std::span<const Tensor> in, std::span<const Tensor>,
                 std::span<Tensor> gx) override {
-    if (reference::zero_gradients_if_undefined(gy[0], gx)) return;
+    if (!gy[0].defined()) {  // a zero upstream gradient
+      for (auto& g : gx)
+        if (g.defined()) g.fill(0);
+      return;
+    }
     auto wanted = [&](size_t i) { return i < gx.size() && gx[i].defined(); };
     if (wanted(0)) {
       gy_data_.in(gy[0].data());
@@ -158,17 +161,7 @@ class ConvOp : public OnednnOp {
     return std::make_unique<ConvOp>(spec_, d_, w_, &io);
   }
 
-  double flops() const override {
-    // Conv: per output position, C/g * kernel multiply-adds for each of M channels; ConvTranspose
-    // the same per input position with the roles of C and M swapped.
-    const auto taps = static_cast<double>(
-        std::accumulate(w_.kernel.begin(), w_.kernel.end(), int64_t{1}, std::multiplies<>()));
-    const auto positions = static_cast<double>(
-        std::accumulate(w_.positions.begin(), w_.positions.end(), int64_t{1}, std::multiplies<>()));
-    const double per = kTransposed ? static_cast<double>(d_.c * (d_.m / d_.group))
-                                   : static_cast<double>(d_.m * (d_.c / d_.group));
-    return 2.0 * static_cast<double>(d_.n) * positions * per * taps;
-  }
+  double flops() const override { return conv_flops(d_, w_, kTransposed); }
 
  private:
   static std::vector<TensorDesc> outputs_of(const OpSpec& s, const ConvDims& d, const Window& w) {
@@ -204,9 +197,9 @@ void register_conv_ops(OpRegistry& r) {
   add_op(
       r, "Conv", true,
       [](const OpSpec& s) -> std::unique_ptr<Operator> {
-        const ConvDims d = reference::conv_dims(s, false);
-        const Window w = reference::sliding_window(
-            s, reference::parse_window_attrs(s, d.image.size(), d.kernel), d.image, false);
+        const ConvDims d = conv_dims(s, false);
+        const Window w = sliding_window(
+            s, parse_window_attrs(s, d.image.size(), d.kernel), d.image, false);
         return std::make_unique<Conv>(s, d, w);
       },
       "convolution primitives (convolution_auto: oneDNN picks direct or Winograd), layouts chosen by oneDNN "
@@ -214,8 +207,8 @@ void register_conv_ops(OpRegistry& r) {
   add_op(
       r, "ConvTranspose", true,
       [](const OpSpec& s) -> std::unique_ptr<Operator> {
-        const ConvDims d = reference::conv_dims(s, true);
-        return std::make_unique<ConvTranspose>(s, d, reference::transposed_window(s, d));
+        const ConvDims d = conv_dims(s, true);
+        return std::make_unique<ConvTranspose>(s, d, transposed_window(s, d));
       },
       "deconvolution primitives, layouts chosen by oneDNN with reorders at the boundary; f32 only; 1 to 3 "
       "spatial axes; refuses output_shape / output_padding that need a right padding below 1 - stride");

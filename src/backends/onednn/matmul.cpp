@@ -3,7 +3,7 @@
 //   dA = dY B^T,  dB = A^T dY,
 // and where an operand was broadcast over batch axes, its gradient is computed per batch into a
 // buffer of the output's batch shape and summed with a reduction.
-#include "../reference/ref_common.h"
+#include "deep500/spi/shape_rules.h"
 #include "onednn_common.h"
 
 namespace d5::onednn {
@@ -42,7 +42,7 @@ class MatMulOp : public OnednnOp {
     const int64_t m = pa[pa.size() - 2], k = pa.back(), n = pb.back();
     D5_CHECK_ARG(pb[pb.size() - 2] == k, "{}: A {} and B {} have different inner dimensions ({} vs {})",
                  s.label(), a.to_string(), b.to_string(), k, pb[pb.size() - 2]);
-    const Shape batch = reference::broadcast_shapes({Shape(std::vector<int64_t>(pa.begin(), pa.end() - 2)),
+    const Shape batch = broadcast_shapes({Shape(std::vector<int64_t>(pa.begin(), pa.end() - 2)),
                                                      Shape(std::vector<int64_t>(pb.begin(), pb.end() - 2))},
                                                     s);
     std::vector<int64_t> out = batch.dims();

@@ -8,7 +8,7 @@
 //   group size, x_i receives d / m + v * 2 (x_i - mean) / m.
 #include <cmath>
 
-#include "../reference/ops/norm_common.h"
+#include "deep500/spi/shape_rules.h"
 #include "onednn_common.h"
 
 namespace d5::onednn {
@@ -155,7 +155,7 @@ class BatchNormOp : public OnednnOp {
 
  private:
   static std::vector<TensorDesc> outputs_of(const OpSpec& s) {
-    auto outs = reference::batch_norm_outputs(s);
+    auto outs = batch_norm_outputs(s);
     refuse_if(s.inputs[0].numel() == 0, "empty tensor: nothing for oneDNN to compute");
     return outs;
   }

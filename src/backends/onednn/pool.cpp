@@ -8,7 +8,6 @@
 // count_include_pad uses pooling_avg_include_padding, which divides by the whole kernel; ONNX
 // counts only the taps inside the image and its pads, so where ceil_mode extends the padding
 // beyond the pads the two differ and the case is refused.
-#include <numeric>
 
 #include "window.h"
 
@@ -61,11 +60,10 @@ class PoolOp : public SingleInputOp {
     return std::make_unique<PoolOp>(spec_, w_, alg_, &io);
   }
 
-  // Each output reads its window once.
+  // Each output reads the taps of its window that lie in the image once (padding is not work).
   double flops() const override {
-    return static_cast<double>(outputs_[0].numel()) *
-           static_cast<double>(
-               std::accumulate(w_.kernel.begin(), w_.kernel.end(), int64_t{1}, std::multiplies<>()));
+    const Shape& x = spec_.inputs[0].shape;
+    return static_cast<double>(x[0] * x[1]) * static_cast<double>(taps_in_image(w_));
   }
 
  private:
@@ -109,7 +107,7 @@ std::unique_ptr<Operator> make_pool(const OpSpec& s, bool max) {
   check_pool_input(s, 3);
   const Shape& x = s.inputs[0].shape;
   const std::vector<int64_t> image(x.dims().begin() + 2, x.dims().end());
-  const Window w = reference::sliding_window(s, reference::parse_window_attrs(s, image.size(), {}), image,
+  const Window w = sliding_window(s, parse_window_attrs(s, image.size(), {}), image,
                                              s.attrs.get_int("ceil_mode", 0) != 0);
   check_windows_see_the_image(s, w);
   const int64_t storage_order = s.attrs.get_int("storage_order", 0);
@@ -140,13 +138,13 @@ std::unique_ptr<Operator> make_global_pool(const OpSpec& s, bool max) {
   const Shape& x = s.inputs[0].shape;
   // One window covering the whole image.
   const std::vector<int64_t> image(x.dims().begin() + 2, x.dims().end());
-  reference::WindowAttrs a;
+  WindowAttrs a;
   a.kernel = image;
   a.strides.assign(image.size(), 1);
   a.dilations.assign(image.size(), 1);
   a.pads.assign(2 * image.size(), 0);
   a.auto_pad = "NOTSET";
-  const Window w = reference::sliding_window(s, a, image, false);
+  const Window w = sliding_window(s, a, image, false);
   return std::make_unique<PoolOp>(s, w,
                                   max ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding);
 }

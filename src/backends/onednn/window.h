@@ -1,16 +1,14 @@
 #pragma once
 // Sliding-window geometry (Conv, ConvTranspose, pooling) in oneDNN's terms. The geometry itself,
 // ONNX's kernel_shape / strides / dilations / pads / auto_pad / ceil_mode / output_padding /
-// output_shape rules, is the reference backend's (reference::Window and its builders), so that
-// both backends validate and size every case alike. oneDNN counts dilations from 0, and its
+// output_shape rules, is deep500/spi/shape_rules.h's, so that every backend validates and sizes
+// every case alike. oneDNN counts dilations from 0, and its
 // output size is floor((in - extent + left + right) / stride) + 1, so ceil_mode becomes a larger
 // right padding (and a right padding may be negative where the windows never reach).
-#include "../reference/ops/nn_common.h"
+#include "deep500/spi/shape_rules.h"
 #include "onednn_common.h"
 
 namespace d5::onednn {
-
-using reference::Window;
 
 memory::dims dnnl_strides(const Window& w);
 memory::dims dnnl_dilations(const Window& w);  // ONNX dilation - 1

@@ -12,29 +12,6 @@ void throw_unsupported_dtype(DType t, const OpSpec& spec, std::initializer_list<
            fmt::join(ok, ", "));
 }
 
-Shape broadcast_shapes(const std::vector<Shape>& shapes, const OpSpec& spec) {
-  size_t rank = 0;
-  for (const auto& s : shapes) rank = std::max(rank, s.rank());
-  std::vector<int64_t> out(rank, 1);
-  for (const auto& s : shapes) {
-    const size_t off = rank - s.rank();
-    for (size_t i = 0; i < s.rank(); ++i) {
-      const int64_t d = s[i];
-      int64_t& o = out[off + i];
-      if (d == o || d == 1) continue;
-      D5_CHECK_ARG(o == 1, "{}: shapes {} cannot be broadcast together (axis {} is {} vs {})", spec.label(),
-                   fmt::join([&] {
-                     std::vector<std::string> v;
-                     for (const auto& x : shapes) v.push_back(x.to_string());
-                     return v;
-                   }(), " and "),
-                   off + i, o, d);
-      o = d;
-    }
-  }
-  return Shape(out);
-}
-
 BroadcastMap::BroadcastMap(const Shape& input, const Shape& output) {
   out_dims_ = output.dims();
   numel_ = output.numel();

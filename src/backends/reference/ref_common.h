@@ -11,6 +11,7 @@
 #include "deep500/core/error.h"
 #include "deep500/op/op_registry.h"
 #include "deep500/op/operator.h"
+#include "deep500/spi/shape_rules.h"  // broadcasting, axes, windows: shared with every backend
 
 namespace d5::reference {
 
@@ -46,9 +47,6 @@ template <typename F> auto dispatch_float(DType t, const OpSpec& spec, F&& f) {
 template <typename F> auto dispatch_numeric(DType t, const OpSpec& spec, F&& f) {
   return dispatch<float, double, int32_t, int64_t, int8_t, int16_t, uint8_t>(t, spec, std::forward<F>(f));
 }
-
-// Multidirectional (NumPy) broadcasting of shapes; InvalidArgument naming the op otherwise.
-Shape broadcast_shapes(const std::vector<Shape>& shapes, const OpSpec& spec);
 
 // Maps each flat index of the broadcast output to the flat index of one input.
 class BroadcastMap {

@@ -293,7 +293,7 @@ void register_elementwise_ops(OpRegistry& r) {
   for (const auto& d : kUnary)
     add_torch_op(
         r, d.type, true,
-        [&d](const OpSpec& s, const Operator&) -> Built {
+        [&d](const OpSpec& s, const OpSemantics&) -> Built {
           return OpDef{d.make(s), d.aten};
         },
         "f32, f64 (Relu, Neg, Abs and Clip also integers)");
@@ -304,19 +304,19 @@ void register_elementwise_ops(OpRegistry& r) {
                                                  {"Pow", Arith::pow}};
   for (const auto& [type, kind] : arith)
     add_torch_op(
-        r, type, true, [kind](const OpSpec& s, const Operator&) { return build_arith(s, kind); },
+        r, type, true, [kind](const OpSpec& s, const OpSemantics&) { return build_arith(s, kind); },
         "NumPy and legacy (opset < 7) broadcasting; integer Div and Pow follow the reference (wrapping, "
         "truncation)");
   const std::pair<const char*, Variadic> variadic[] = {
       {"Sum", Variadic::sum}, {"Mean", Variadic::mean}, {"Max", Variadic::max}, {"Min", Variadic::min}};
   for (const auto& [type, kind] : variadic)
     add_torch_op(
-        r, type, true, [kind](const OpSpec& s, const Operator&) { return build_variadic(s, kind); },
+        r, type, true, [kind](const OpSpec& s, const OpSemantics&) { return build_variadic(s, kind); },
         "gradient of Max/Min goes to the first input attaining the extreme");
   for (const auto& d : kLogic)
     add_torch_op(
         r, d.type, false,
-        [&d](const OpSpec&, const Operator&) -> Built {
+        [&d](const OpSpec&, const OpSemantics&) -> Built {
           return OpDef{
               pointwise([&d](const TensorList& in) { return d.f(in[0], in[1]); },
                         [&d](at::Tensor& y, const TensorList& in) { return d.f_out(y, in[0], in[1]); }),
@@ -325,13 +325,13 @@ void register_elementwise_ops(OpRegistry& r) {
         "boolean output, no gradient");
   add_torch_op(
       r, "Not", false,
-      [](const OpSpec&, const Operator&) -> Built {
+      [](const OpSpec&, const OpSemantics&) -> Built {
         return OpDef{plain<at::logical_not, at::logical_not_out>(OpSpec{}), "at::logical_not"};
       },
       "boolean output, no gradient");
   add_torch_op(
       r, "Where", true,
-      [](const OpSpec&, const Operator&) -> Built {
+      [](const OpSpec&, const OpSemantics&) -> Built {
         return OpDef{pointwise([](const TensorList& in) { return at::where(in[0], in[1], in[2]); },
                                [](at::Tensor& y, const TensorList& in) {
                                  return at::where_out(y, in[0], in[1], in[2]);
@@ -341,8 +341,8 @@ void register_elementwise_ops(OpRegistry& r) {
       "every dtype; gradient for floating X and Y");
   add_torch_op(
       r, "Cast", true,
-      [](const OpSpec&, const Operator& ref) -> Built {
-        const auto to = scalar_type(ref.output_descs()[0].dtype);
+      [](const OpSpec&, const OpSemantics& ref) -> Built {
+        const auto to = scalar_type(ref.outputs[0].dtype);
         return OpDef{pointwise([to](const TensorList& in) { return in[0].to(to); },
                                [](at::Tensor& y, const TensorList& in) { return y.copy_(in[0]); }),
                      "at::_to_copy"};

@@ -14,8 +14,8 @@ namespace {
 using TensorList = std::vector<at::Tensor>;
 
 // Reshape, Flatten, Squeeze, Unsqueeze, Identity: the bytes stay, only the shape changes.
-Built build_alias(const Operator& ref) {
-  const auto shape = dims_of(ref.output_descs()[0].shape);
+Built build_alias(const OpSemantics& ref) {
+  const auto shape = dims_of(ref.outputs[0].shape);
   return OpDef{single([shape](const TensorList& in) { return in[0].reshape(shape); }), "at::reshape"};
 }
 
@@ -138,8 +138,8 @@ Built build_pad(const OpSpec& s) {
                "at::index_select"};
 }
 
-Built build_expand(const Operator& ref) {
-  const auto shape = dims_of(ref.output_descs()[0].shape);
+Built build_expand(const OpSemantics& ref) {
+  const auto shape = dims_of(ref.outputs[0].shape);
   return OpDef{single([shape](const TensorList& in) { return in[0].expand(shape); }), "at::expand"};
 }
 
@@ -150,21 +150,21 @@ Built build_concat(const OpSpec& s) {
                "at::cat"};
 }
 
-Built build_split(const OpSpec& s, const Operator& ref) {
+Built build_split(const OpSpec& s, const OpSemantics& ref) {
   const auto axis = axis_in(s.attrs.get_int("axis", 0), s.inputs[0].shape.rank());
   std::vector<int64_t> sizes;
-  for (const auto& d : ref.output_descs()) sizes.push_back(d.shape[static_cast<size_t>(axis)]);
+  for (const auto& d : ref.outputs) sizes.push_back(d.shape[static_cast<size_t>(axis)]);
   return OpDef{[axis, sizes](const Call& c) { return at::split_with_sizes(c.in[0], sizes, axis); },
                "at::split_with_sizes"};
 }
 
 // Gather along an axis: index_select with the indices flattened (negative ones counted from the
 // end); ATen rejects out-of-range indices.
-Built build_gather(const OpSpec& s, const Operator& ref) {
+Built build_gather(const OpSpec& s, const OpSemantics& ref) {
   const Shape& xs = s.inputs[0].shape;
   const int64_t axis = axis_in(s.attrs.get_int("axis", 0), xs.rank());
   const int64_t extent = xs[static_cast<size_t>(axis)];
-  const auto out_shape = dims_of(ref.output_descs()[0].shape);
+  const auto out_shape = dims_of(ref.outputs[0].shape);
   std::vector<int64_t> flat = dims_of(xs);
   flat[static_cast<size_t>(axis)] = s.inputs[1].numel();
   auto indices = [extent](const at::Tensor& i) {
@@ -193,7 +193,7 @@ Built build_shape(const OpSpec& s) {
 }
 
 // Constant: the attribute's value, made into a tensor once.
-Built build_constant(const OpSpec& s, const Operator& ref) {
+Built build_constant(const OpSpec& s, const OpSemantics& ref) {
   const auto& a = s.attrs;
   at::Tensor v;
   if (a.has("value")) {
@@ -209,14 +209,14 @@ Built build_constant(const OpSpec& s, const Operator& ref) {
   } else {
     v = at::tensor(a.get_ints("value_ints"), at::kLong);
   }
-  v = v.reshape(dims_of(ref.output_descs()[0].shape));
+  v = v.reshape(dims_of(ref.outputs[0].shape));
   return OpDef{[v](const Call&) { return TensorList{v}; }, "at::tensor"};
 }
 
 // The reference decides the output (shape from the input's known values, dtype from `value`);
 // the values are filled once, as for Constant.
-Built build_constant_of_shape(const OpSpec& s, const Operator& ref) {
-  const TensorDesc& out = ref.output_descs()[0];
+Built build_constant_of_shape(const OpSpec& s, const OpSemantics& ref) {
+  const TensorDesc& out = ref.outputs[0];
   const double fill = s.attrs.has("value") ? s.attrs.get_tensor("value").get(0) : 0.0;
   const at::Tensor v = at::full(dims_of(out.shape), fill, at::TensorOptions().dtype(scalar_type(out.dtype)));
   return OpDef{[v](const Call&) { return TensorList{v}; }, "at::full"};
@@ -227,34 +227,34 @@ Built build_constant_of_shape(const OpSpec& s, const Operator& ref) {
 void register_movement_ops(OpRegistry& r) {
   for (const char* type : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"})
     add_torch_op(
-        r, type, true, [](const OpSpec&, const Operator& ref) { return build_alias(ref); }, "every dtype");
+        r, type, true, [](const OpSpec&, const OpSemantics& ref) { return build_alias(ref); }, "every dtype");
   add_torch_op(
-      r, "Transpose", true, [](const OpSpec& s, const Operator&) { return build_transpose(s); },
+      r, "Transpose", true, [](const OpSpec& s, const OpSemantics&) { return build_transpose(s); },
       "every dtype");
   add_torch_op(
-      r, "Slice", true, [](const OpSpec& s, const Operator&) { return build_slice(s); },
+      r, "Slice", true, [](const OpSpec& s, const OpSemantics&) { return build_slice(s); },
       "every dtype; negative steps through index_select");
   add_torch_op(
-      r, "Pad", true, [](const OpSpec& s, const Operator&) { return build_pad(s); },
+      r, "Pad", true, [](const OpSpec& s, const OpSemantics&) { return build_pad(s); },
       "every dtype; constant, reflect, edge and wrap (wide pads repeat like numpy)");
   add_torch_op(
-      r, "Expand", true, [](const OpSpec&, const Operator& ref) { return build_expand(ref); }, "every dtype");
+      r, "Expand", true, [](const OpSpec&, const OpSemantics& ref) { return build_expand(ref); }, "every dtype");
   add_torch_op(
-      r, "Concat", true, [](const OpSpec& s, const Operator&) { return build_concat(s); }, "every dtype");
+      r, "Concat", true, [](const OpSpec& s, const OpSemantics&) { return build_concat(s); }, "every dtype");
   add_torch_op(
-      r, "Split", true, [](const OpSpec& s, const Operator& ref) { return build_split(s, ref); },
+      r, "Split", true, [](const OpSpec& s, const OpSemantics& ref) { return build_split(s, ref); },
       "every dtype");
   add_torch_op(
-      r, "Gather", true, [](const OpSpec& s, const Operator& ref) { return build_gather(s, ref); },
+      r, "Gather", true, [](const OpSpec& s, const OpSemantics& ref) { return build_gather(s, ref); },
       "every dtype; int32/int64 indices");
   add_torch_op(
-      r, "Shape", false, [](const OpSpec& s, const Operator&) { return build_shape(s); }, "int64 output");
+      r, "Shape", false, [](const OpSpec& s, const OpSemantics&) { return build_shape(s); }, "int64 output");
   add_torch_op(
-      r, "Constant", false, [](const OpSpec& s, const Operator& ref) { return build_constant(s, ref); },
+      r, "Constant", false, [](const OpSpec& s, const OpSemantics& ref) { return build_constant(s, ref); },
       "value, value_float(s), value_int(s)");
   add_torch_op(
       r, "ConstantOfShape", false,
-      [](const OpSpec& s, const Operator& ref) { return build_constant_of_shape(s, ref); },
+      [](const OpSpec& s, const OpSemantics& ref) { return build_constant_of_shape(s, ref); },
       "the shape input must be known when the operator is created");
 }
 

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "deep500/spi/shape_rules.h"
 #include "torch_op.h"
 
 namespace d5::torch_backend {
@@ -24,37 +25,6 @@ namespace d5::torch_backend {
 namespace {
 
 using TensorList = std::vector<at::Tensor>;
-
-// The window attributes resolved against an image: effective begin and end pads per axis.
-struct Window {
-  std::vector<int64_t> kernel, strides, dilations, begin, end;
-  bool symmetric() const { return begin == end; }
-};
-
-Window window_of(const OpSpec& s, const std::vector<int64_t>& image, std::vector<int64_t> kernel) {
-  const size_t r = image.size();
-  Window w;
-  w.kernel = std::move(kernel);
-  w.strides = s.attrs.get_ints("strides", std::vector<int64_t>(r, 1));
-  w.dilations = s.attrs.get_ints("dilations", std::vector<int64_t>(r, 1));
-  const auto pads = s.attrs.get_ints("pads", std::vector<int64_t>(2 * r, 0));
-  const std::string auto_pad = s.attrs.get_string("auto_pad", "NOTSET");
-  for (size_t d = 0; d < r; ++d) {
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      // Output in/stride rounded up; the padding that needs is split evenly, the odd one at the
-      // end (SAME_UPPER) or at the beginning (SAME_LOWER).
-      const int64_t out = (image[d] + w.strides[d] - 1) / w.strides[d];
-      const int64_t extent = (w.kernel[d] - 1) * w.dilations[d] + 1;
-      const int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[d] + extent - image[d]);
-      w.begin.push_back(auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2);
-      w.end.push_back(total - w.begin.back());
-    } else {
-      w.begin.push_back(pads[d]);
-      w.end.push_back(pads[d + r]);
-    }
-  }
-  return w;
-}
 
 // constant_pad_nd's list: last axis first, (begin, end) pairs.
 std::vector<int64_t> torch_pads(const std::vector<int64_t>& begin, const std::vector<int64_t>& end) {
@@ -75,15 +45,15 @@ c10::optional<at::Tensor> optional_input(const TensorList& in, size_t i) {
 Built build_conv(const OpSpec& s) {
   const auto image = spatial(s.inputs[0].shape);
   if (image.size() > 3) return std::string("ATen convolutions have at most 3 spatial axes");
-  const Window w = window_of(s, image, spatial(s.inputs[1].shape));
+  const Window w = sliding_window(s, parse_window_attrs(s, image.size(), spatial(s.inputs[1].shape)), image, false);
   const int64_t group = s.attrs.get_int("group", 1);
   // ATen pads min(begin, end) itself; the excess on one side is padded explicitly.
   std::vector<int64_t> sym, extra_begin, extra_end;
   bool extra = false;
   for (size_t d = 0; d < image.size(); ++d) {
-    sym.push_back(std::min(w.begin[d], w.end[d]));
-    extra_begin.push_back(w.begin[d] - sym.back());
-    extra_end.push_back(w.end[d] - sym.back());
+    sym.push_back(std::min(w.pads_begin[d], w.pads_end[d]));
+    extra_begin.push_back(w.pads_begin[d] - sym.back());
+    extra_end.push_back(w.pads_end[d] - sym.back());
     extra = extra || extra_begin.back() || extra_end.back();
   }
   const auto pre_pad = extra ? torch_pads(extra_begin, extra_end) : std::vector<int64_t>{};
@@ -96,32 +66,19 @@ Built build_conv(const OpSpec& s) {
                "at::convolution"};
 }
 
-Built build_conv_transpose(const OpSpec& s, const Operator& ref) {
+Built build_conv_transpose(const OpSpec& s, const OpSemantics& ref) {
   const auto image = spatial(s.inputs[0].shape);
   const size_t r = image.size();
   if (r > 3) return std::string("ATen convolutions have at most 3 spatial axes");
-  const auto out = spatial(ref.output_descs()[0].shape);
+  const auto out = spatial(ref.outputs[0].shape);
   const int64_t group = s.attrs.get_int("group", 1);
-  const auto kernel = spatial(s.inputs[1].shape);
-  const auto strides = s.attrs.get_ints("strides", std::vector<int64_t>(r, 1));
-  const auto dilations = s.attrs.get_ints("dilations", std::vector<int64_t>(r, 1));
-  const auto pads = s.attrs.get_ints("pads", std::vector<int64_t>(2 * r, 0));
-  const auto out_pad = s.attrs.get_ints("output_padding", std::vector<int64_t>(r, 0));
-  const std::string auto_pad = s.attrs.get_string("auto_pad", "NOTSET");
-  const bool computed = s.attrs.has("output_shape") || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
-  // full0: what every input pixel's kernel reaches; ONNX's output starts `begin` into it.
-  std::vector<int64_t> full0(r), begin(r), torch_out_pad(r);
+  // The ONNX output starts pads_begin into full0, what every input pixel's kernel reaches.
+  const Window w = transposed_window(s, conv_dims(s, true));
+  const std::vector<int64_t> &strides = w.strides, &dilations = w.dilations, &begin = w.pads_begin;
+  std::vector<int64_t> full0(r), torch_out_pad(r);
   bool direct = true;
   for (size_t d = 0; d < r; ++d) {
-    full0[d] = strides[d] * (image[d] - 1) + (kernel[d] - 1) * dilations[d] + 1;
-    if (computed) {
-      // As the reference: what is cut off is split evenly, the odd one at the end for SAME_UPPER
-      // and at the beginning otherwise.
-      const int64_t total = std::max<int64_t>(0, full0[d] + out_pad[d] - out[d]);
-      begin[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-    } else {
-      begin[d] = pads[d];
-    }
+    full0[d] = strides[d] * (image[d] - 1) + w.extent(d);
     torch_out_pad[d] = out[d] - (full0[d] - 2 * begin[d]);
     direct = direct && torch_out_pad[d] >= 0 && torch_out_pad[d] < std::max(strides[d], dilations[d]);
   }
@@ -202,15 +159,15 @@ struct PoolPlan {
   bool ceil_mode = false;
 };
 
-PoolPlan pool_plan(const OpSpec& s, const Operator& ref) {
+PoolPlan pool_plan(const OpSpec& s, const OpSemantics& ref) {
   PoolPlan p;
   p.image = spatial(s.inputs[0].shape);
-  p.out = spatial(ref.output_descs()[0].shape);
-  p.w = window_of(s, p.image, s.attrs.get_ints("kernel_shape"));
+  p.out = spatial(ref.outputs[0].shape);
   p.ceil_mode = s.attrs.get_int("ceil_mode", 0) != 0;
-  bool aten_pads = p.w.symmetric();
-  for (size_t d = 0; d < p.image.size(); ++d) aten_pads = aten_pads && p.w.begin[d] <= p.w.kernel[d] / 2;
-  if (!aten_pads) p.pre_pad = torch_pads(p.w.begin, p.w.end);
+  p.w = sliding_window(s, parse_window_attrs(s, p.image.size(), {}), p.image, p.ceil_mode);
+  bool aten_pads = p.w.pads_begin == p.w.pads_end;
+  for (size_t d = 0; d < p.image.size(); ++d) aten_pads = aten_pads && p.w.pads_begin[d] <= p.w.kernel[d] / 2;
+  if (!aten_pads) p.pre_pad = torch_pads(p.w.pads_begin, p.w.pads_end);
   return p;
 }
 
@@ -221,8 +178,8 @@ at::Tensor onnx_indices(const at::Tensor& idx, const PoolPlan& p, bool column_ma
   at::Tensor rest = idx, flat = at::zeros_like(idx);
   std::vector<at::Tensor> coord(r);
   for (size_t d = r; d-- > 0;) {
-    const int64_t extent = p.image[d] + (padded ? p.w.begin[d] + p.w.end[d] : 0);
-    coord[d] = rest.remainder(extent) - (padded ? p.w.begin[d] : 0);
+    const int64_t extent = p.image[d] + (padded ? p.w.pads_begin[d] + p.w.pads_end[d] : 0);
+    coord[d] = rest.remainder(extent) - (padded ? p.w.pads_begin[d] : 0);
     rest = rest.div(extent, "floor");
   }
   for (size_t k = 0; k < r; ++k) {
@@ -266,17 +223,17 @@ at::Tensor max_pool_values(const at::Tensor& x, const PoolPlan& p, const std::ve
   }
 }
 
-Built build_max_pool(const OpSpec& s, const Operator& ref) {
+Built build_max_pool(const OpSpec& s, const OpSemantics& ref) {
   if (spatial(s.inputs[0].shape).size() > 3)
     return std::string("ATen max pooling has at most 3 spatial axes");
   const PoolPlan p = pool_plan(s, ref);
   const bool column_major = s.attrs.get_int("storage_order", 0) == 1;
-  const bool indices = ref.output_descs().size() > 1;  // the reference's choice, from num_outputs
+  const bool indices = ref.outputs.size() > 1;  // the reference's choice, from num_outputs
   const auto type = scalar_type(s.inputs[0].dtype);
   return OpDef{[=](const Call& c) -> TensorList {
                  // ATen pools floating types only; int8/uint8 values are exact in float.
                  at::Tensor x = at::isFloatingType(type) ? c.in[0] : c.in[0].to(at::kFloat);
-                 std::vector<int64_t> pads = p.w.begin;
+                 std::vector<int64_t> pads = p.w.pads_begin;
                  if (!p.pre_pad.empty()) {
                    x = at::constant_pad_nd(x, p.pre_pad, -std::numeric_limits<double>::infinity());
                    pads.assign(pads.size(), 0);
@@ -302,7 +259,7 @@ at::Tensor avg_pool(const at::Tensor& x, const PoolPlan& p, const std::vector<in
   return at::avg_pool3d(x, p.w.kernel, p.w.strides, pads, p.ceil_mode, include_pad, divisor);
 }
 
-Built build_avg_pool(const OpSpec& s, const Operator& ref) {
+Built build_avg_pool(const OpSpec& s, const OpSemantics& ref) {
   if (spatial(s.inputs[0].shape).size() > 3)
     return std::string("ATen average pooling has at most 3 spatial axes");
   const PoolPlan p = pool_plan(s, ref);
@@ -311,7 +268,7 @@ Built build_avg_pool(const OpSpec& s, const Operator& ref) {
   const bool include_pad = s.attrs.get_int("count_include_pad", 0) != 0;
   if (p.pre_pad.empty())
     return OpDef{single([=](const TensorList& in) {
-                   return avg_pool(in[0], p, p.w.begin, include_pad, c10::nullopt);
+                   return avg_pool(in[0], p, p.w.pads_begin, include_pad, c10::nullopt);
                  }),
                  "at::avg_pool"};
   // Sums over the zero-padded input divided by each window's count, pooled once from a mask: 1
@@ -332,8 +289,8 @@ Built build_avg_pool(const OpSpec& s, const Operator& ref) {
 
 // Global pools: one window over all spatial axes. GlobalMaxPool's replay takes the first maximum
 // of each plane (at::max over the flattened plane), as the reference routes the gradient.
-Built build_global_pool(const OpSpec& s, const Operator& ref, bool max) {
-  const auto out = dims_of(ref.output_descs()[0].shape);
+Built build_global_pool(const OpSpec& s, const OpSemantics& ref, bool max) {
+  const auto out = dims_of(ref.outputs[0].shape);
   std::vector<int64_t> axes;
   for (size_t d = 2; d < s.inputs[0].shape.rank(); ++d) axes.push_back(static_cast<int64_t>(d));
   if (axes.empty())  // [N, C]: each plane is one element
@@ -363,31 +320,31 @@ Built build_einsum(const OpSpec& s) {
 
 void register_nn_ops(OpRegistry& r) {
   add_torch_op(
-      r, "Conv", true, [](const OpSpec& s, const Operator&) { return build_conv(s); },
+      r, "Conv", true, [](const OpSpec& s, const OpSemantics&) { return build_conv(s); },
       "f32, f64; 1-3 spatial axes; asymmetric pads by explicit padding");
   add_torch_op(
       r, "ConvTranspose", true,
-      [](const OpSpec& s, const Operator& ref) { return build_conv_transpose(s, ref); },
+      [](const OpSpec& s, const OpSemantics& ref) { return build_conv_transpose(s, ref); },
       "f32, f64; 1-3 spatial axes; output_shape, output_padding, auto_pad");
   add_torch_op(
-      r, "Gemm", true, [](const OpSpec& s, const Operator&) { return build_gemm(s); }, "f32, f64, i32, i64");
+      r, "Gemm", true, [](const OpSpec& s, const OpSemantics&) { return build_gemm(s); }, "f32, f64, i32, i64");
   add_torch_op(
-      r, "MatMul", true, [](const OpSpec& s, const Operator&) { return build_matmul(s); },
+      r, "MatMul", true, [](const OpSpec& s, const OpSemantics&) { return build_matmul(s); },
       "f32, f64, i32, i64; NumPy batching");
   add_torch_op(
-      r, "Einsum", true, [](const OpSpec& s, const Operator&) { return build_einsum(s); }, "f32, f64");
+      r, "Einsum", true, [](const OpSpec& s, const OpSemantics&) { return build_einsum(s); }, "f32, f64");
   add_torch_op(
-      r, "MaxPool", true, [](const OpSpec& s, const Operator& ref) { return build_max_pool(s, ref); },
+      r, "MaxPool", true, [](const OpSpec& s, const OpSemantics& ref) { return build_max_pool(s, ref); },
       "f32, f64, i8, u8; 1-3 spatial axes; Indices with storage_order");
   add_torch_op(
-      r, "AveragePool", true, [](const OpSpec& s, const Operator& ref) { return build_avg_pool(s, ref); },
+      r, "AveragePool", true, [](const OpSpec& s, const OpSemantics& ref) { return build_avg_pool(s, ref); },
       "f32, f64; 1-3 spatial axes; no dilations");
   add_torch_op(
       r, "GlobalAveragePool", true,
-      [](const OpSpec& s, const Operator& ref) { return build_global_pool(s, ref, false); }, "f32, f64");
+      [](const OpSpec& s, const OpSemantics& ref) { return build_global_pool(s, ref, false); }, "f32, f64");
   add_torch_op(
       r, "GlobalMaxPool", true,
-      [](const OpSpec& s, const Operator& ref) { return build_global_pool(s, ref, true); },
+      [](const OpSpec& s, const OpSemantics& ref) { return build_global_pool(s, ref, true); },
       "f32, f64, i8, u8; gradient to the first maximum");
 }
 

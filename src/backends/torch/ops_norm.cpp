@@ -165,22 +165,22 @@ Built build_lrn(const OpSpec& s) {
 
 void register_norm_ops(OpRegistry& r) {
   add_torch_op(
-      r, "Softmax", true, [](const OpSpec& s, const Operator&) { return build_softmax(s, false); },
+      r, "Softmax", true, [](const OpSpec& s, const OpSemantics&) { return build_softmax(s, false); },
       "f32, f64; opset < 13 coerces to 2-D");
   add_torch_op(
-      r, "LogSoftmax", true, [](const OpSpec& s, const Operator&) { return build_softmax(s, true); },
+      r, "LogSoftmax", true, [](const OpSpec& s, const OpSemantics&) { return build_softmax(s, true); },
       "f32, f64; opset < 13 coerces to 2-D");
   add_torch_op(
-      r, "BatchNormalization", true, [](const OpSpec& s, const Operator&) { return build_batch_norm(s); },
+      r, "BatchNormalization", true, [](const OpSpec& s, const OpSemantics&) { return build_batch_norm(s); },
       "f32, f64; training mode with ONNX running statistics (biased variance)");
   add_torch_op(
       r, "InstanceNormalization", true,
-      [](const OpSpec& s, const Operator&) { return build_instance_norm(s); }, "f32, f64");
+      [](const OpSpec& s, const OpSemantics&) { return build_instance_norm(s); }, "f32, f64");
   add_torch_op(
-      r, "LayerNormalization", true, [](const OpSpec& s, const Operator&) { return build_layer_norm(s); },
+      r, "LayerNormalization", true, [](const OpSpec& s, const OpSemantics&) { return build_layer_norm(s); },
       "f32, f64; Mean/InvStdDev outputs with gradients");
   add_torch_op(
-      r, "LRN", true, [](const OpSpec& s, const Operator&) { return build_lrn(s); },
+      r, "LRN", true, [](const OpSpec& s, const OpSemantics&) { return build_lrn(s); },
       "f32, f64; ONNX window placement (even sizes reach one channel further forward)");
 }
 

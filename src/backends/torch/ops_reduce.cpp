@@ -36,7 +36,7 @@ at::Tensor first_max(const at::Tensor& x, const std::vector<bool>& reduced, at::
   return std::get<0>(at::max(x.permute(perm).reshape(kept), -1)).reshape(out_shape);
 }
 
-Built build_reduce(const OpSpec& s, const Operator& ref, Reduce kind) {
+Built build_reduce(const OpSpec& s, const OpSemantics& ref, Reduce kind) {
   const Shape& xs = s.inputs[0].shape;
   const auto given = ints_from_input_or_attr(s, 1, "axes").value_or(std::vector<int64_t>{});
   const bool noop = given.empty() && s.attrs.get_int("noop_with_empty_axes", 0) != 0;
@@ -46,7 +46,7 @@ Built build_reduce(const OpSpec& s, const Operator& ref, Reduce kind) {
   std::vector<int64_t> axes;
   for (size_t d = 0; d < xs.rank(); ++d)
     if (reduced[d]) axes.push_back(static_cast<int64_t>(d));
-  const auto out_shape = dims_of(ref.output_descs()[0].shape);
+  const auto out_shape = dims_of(ref.outputs[0].shape);
   const bool floating = is_floating(s.inputs[0].dtype);
   const auto type = scalar_type(s.inputs[0].dtype);
   if (noop) return OpDef{single([](const TensorList& in) { return in[0]; }), "at::alias"};
@@ -240,28 +240,28 @@ void register_reduce_ops(OpRegistry& r) {
                                                        {"ReduceL2", Reduce::l2}};
   for (const auto& [type, kind] : reductions)
     add_torch_op(
-        r, type, true, [kind](const OpSpec& s, const Operator& ref) { return build_reduce(s, ref, kind); },
+        r, type, true, [kind](const OpSpec& s, const OpSemantics& ref) { return build_reduce(s, ref, kind); },
         "numeric dtypes (integer Mean/L2 computed in double); ReduceMax refuses empty reduced axes; its "
         "gradient goes to the first maximum");
   for (const bool max : {true, false})
     add_torch_op(
         r, max ? "ArgMax" : "ArgMin", false,
-        [max](const OpSpec& s, const Operator&) { return build_arg_extreme(s, max); },
+        [max](const OpSpec& s, const OpSemantics&) { return build_arg_extreme(s, max); },
         "numeric dtypes; int64 output; no gradient");
   add_torch_op(
-      r, "NegativeLogLikelihoodLoss", true, [](const OpSpec& s, const Operator&) { return build_nll(s); },
+      r, "NegativeLogLikelihoodLoss", true, [](const OpSpec& s, const OpSemantics&) { return build_nll(s); },
       "f32, f64; int32/int64 targets");
   add_torch_op(
       r, "SoftmaxCrossEntropyLoss", true,
-      [](const OpSpec& s, const Operator&) { return build_softmax_cross_entropy(s); },
+      [](const OpSpec& s, const OpSemantics&) { return build_softmax_cross_entropy(s); },
       "f32, f64; int32/int64 labels; outputs loss and log_prob");
   add_torch_op(
-      r, "MSELoss", true, [](const OpSpec& s, const Operator&) { return build_mse(s); }, "f32, f64");
+      r, "MSELoss", true, [](const OpSpec& s, const OpSemantics&) { return build_mse(s); }, "f32, f64");
   add_torch_op(
-      r, "CumSum", true, [](const OpSpec& s, const Operator&) { return build_cumsum(s); },
+      r, "CumSum", true, [](const OpSpec& s, const OpSemantics&) { return build_cumsum(s); },
       "f32, f64, i32, i64; exclusive and reverse");
   add_torch_op(
-      r, "Dropout", true, [](const OpSpec& s, const Operator&) { return build_dropout(s); },
+      r, "Dropout", true, [](const OpSpec& s, const OpSemantics&) { return build_dropout(s); },
       "floating dtypes; the mask comes from ATen's generator (seeded), not the reference's stream; "
       "backward reuses the last forward's mask");
 }

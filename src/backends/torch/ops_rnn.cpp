@@ -247,7 +247,7 @@ void register_rnn_ops(OpRegistry& r) {
       "GRU with linear_before_reset=1; sequence_lens through packed sequences";
   for (const char* type : {"LSTM", "GRU", "RNN"})
     add_torch_op(
-        r, type, true, [](const OpSpec& s, const Operator&) { return build_rnn(s); }, notes);
+        r, type, true, [](const OpSpec& s, const OpSemantics&) { return build_rnn(s); }, notes);
 }
 
 }  // namespace d5::torch_backend

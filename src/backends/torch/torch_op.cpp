@@ -9,12 +9,7 @@
 
 #include "deep500/core/error.h"
 
-namespace d5 {
-namespace reference {
-void register_all();
-}
-
-namespace torch_backend {
+namespace d5::torch_backend {
 
 namespace {
 
@@ -136,15 +131,15 @@ at::Scalar scalar_of(const at::Tensor& t) {
   return t.item<int64_t>();
 }
 
-TorchOp::TorchOp(const OpSpec& spec, const Operator& ref, OpDef def)
-    : Operator(spec, ref.output_descs()),
+TorchOp::TorchOp(const OpSpec& spec, const OpSemantics& ref, OpDef def)
+    : Operator(spec, ref.outputs),
       kernel_(std::move(def.kernel)),
       aten_(std::move(def.aten)),
-      mask_(ref.differentiable_inputs()),
-      no_gradient_reason_(ref.no_gradient_reason()),
-      flops_(ref.flops()),
-      bytes_(ref.bytes()),
-      backward_flops_(ref.backward_flops()) {}
+      mask_(ref.differentiable),
+      no_gradient_reason_(ref.no_gradient_reason),
+      flops_(ref.flops),
+      bytes_(ref.bytes),
+      backward_flops_(ref.backward_flops) {}
 
 Call TorchOp::make_call(std::span<const Tensor> inputs) const {
   Call c;
@@ -246,12 +241,11 @@ void TorchOp::backward(std::span<const Tensor> grad_outputs, std::span<const Ten
 
 void add_torch_op(OpRegistry& r, const std::string& type, bool backward, Builder build, std::string notes) {
   auto create = [build = std::move(build)](const OpSpec& spec) -> OpCreateResult {
-    reference::register_all();
     // Throws InvalidArgument for a spec that is invalid for every backend.
-    const auto ref = OpRegistry::global().create(spec, "reference");
-    Built b = guarded(spec, [&] { return build(spec, *ref); });
+    const OpSemantics ref = op_semantics(spec);
+    Built b = guarded(spec, [&] { return build(spec, ref); });
     if (auto* why = std::get_if<std::string>(&b)) return *why;
-    return std::make_unique<TorchOp>(spec, *ref, std::move(std::get<OpDef>(b)));
+    return std::make_unique<TorchOp>(spec, ref, std::move(std::get<OpDef>(b)));
   };
   r.add(OpImplementation{.op_type = type,
                          .backend = "torch",
@@ -261,5 +255,4 @@ void add_torch_op(OpRegistry& r, const std::string& type, bool backward, Builder
                          .notes = std::move(notes)});
 }
 
-}  // namespace torch_backend
-}  // namespace d5
+}  // namespace d5::torch_backend

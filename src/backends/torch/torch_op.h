@@ -6,10 +6,10 @@
 // outputs and results that are not plain, solely owned buffers are copied.
 //
 // What the ONNX semantics of a spec are (output descriptors, which inputs have gradients, the
-// work counts, and InvalidArgument for invalid specs) comes from the reference operator of the
-// same spec, created once when the TorchOp is created and then dropped: the shape rules are the
-// oracle's, so the two backends cannot disagree on them. Nothing of the reference runs after
-// creation; every forward and backward computes with ATen.
+// work counts, and InvalidArgument for invalid specs) comes from op_semantics (op/op_semantics.h),
+// read once when the TorchOp is created: the rules are the oracle's, so the two backends cannot
+// disagree on them. Nothing of the oracle runs after creation; every forward and backward
+// computes with ATen.
 //
 // Backward recomputes forward. forward() runs the kernel with autograd off, so no graph is
 // recorded and forward-only benchmarks time ATen's inference path. backward() replays the kernel
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "deep500/op/op_registry.h"
+#include "deep500/op/op_semantics.h"
 #include "deep500/op/operator.h"
 
 namespace d5::torch_backend {
@@ -58,12 +59,12 @@ struct OpDef {
   std::string aten;
 };
 using Built = std::variant<OpDef, std::string>;
-// ref: the reference operator of the same spec (validated; output descriptors).
-using Builder = std::function<Built(const OpSpec& spec, const Operator& ref)>;
+// ref: the semantics of the spec (validated; output descriptors).
+using Builder = std::function<Built(const OpSpec& spec, const OpSemantics& ref)>;
 
 class TorchOp final : public Operator {
  public:
-  TorchOp(const OpSpec& spec, const Operator& ref, OpDef def);
+  TorchOp(const OpSpec& spec, const OpSemantics& ref, OpDef def);
 
   std::string implementation() const override { return "torch:" + aten_; }
   void forward(std::span<const Tensor> inputs, std::span<Tensor> outputs) override;
@@ -71,7 +72,7 @@ class TorchOp final : public Operator {
   std::string no_gradient_reason() const override { return no_gradient_reason_; }
   void backward(std::span<const Tensor> grad_outputs, std::span<const Tensor> inputs,
                 std::span<const Tensor> outputs, std::span<Tensor> grad_inputs) override;
-  // The reference's counts: the work of the operator, not of how this backend schedules it (the
+  // The oracle's counts: the work of the operator, not of how this backend schedules it (the
   // recomputed forward in backward is not counted).
   double flops() const override { return flops_; }
   double bytes() const override { return bytes_; }
@@ -93,8 +94,8 @@ class TorchOp final : public Operator {
   double flops_, bytes_, backward_flops_;
 };
 
-// Registers `type` for the torch backend: the factory creates the reference operator (which
-// validates the spec), asks `build` for a kernel, and returns a TorchOp or the builder's refusal.
+// Registers `type` for the torch backend: the factory reads the spec's semantics (which validates
+// it), asks `build` for a kernel, and returns a TorchOp or the builder's refusal.
 void add_torch_op(OpRegistry& r, const std::string& type, bool backward, Builder build, std::string notes);
 
 // ---- helpers for builders and kernels --------------------------------------------------------

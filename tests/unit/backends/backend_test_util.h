@@ -32,12 +32,19 @@ inline void expect_close(const Tensor& actual, const Tensor& expected, const Tol
 }
 
 // Runs `spec` on `backend` and on the reference; compares outputs and, when both have a backward,
-// the input gradients for identical random upstream gradients.
+// the input gradients for identical random upstream gradients. The work counts and which inputs
+// carry a gradient are the operator's, not the backend's (op_semantics.h): they must be equal.
 inline void expect_matches_reference(const OpSpec& spec, const std::vector<Tensor>& inputs,
                                      const std::string& backend, Tolerance tol = {}, bool backward = true) {
   register_builtin_operators();
   auto op = OpRegistry::global().create(spec, backend);
   auto ref = OpRegistry::global().create(spec, "reference");
+  EXPECT_DOUBLE_EQ(op->flops(), ref->flops()) << spec.label() << " on " << backend << ": flops";
+  EXPECT_DOUBLE_EQ(op->bytes(), ref->bytes()) << spec.label() << " on " << backend << ": bytes";
+  if (op->has_gradient() && ref->has_gradient()) {
+    EXPECT_EQ(op->differentiable_inputs(), ref->differentiable_inputs())
+        << spec.label() << " on " << backend << ": differentiable inputs";
+  }
   const auto out = op->run_forward(inputs);
   const auto ref_out = ref->run_forward(inputs);
   ASSERT_EQ(out.size(), ref_out.size());

@@ -41,7 +41,7 @@ TEST(TorchMechanism, ForwardWithoutGraphBackwardByReplay) {
   const OpSpec spec = spec_of("Tanh", {x.desc()});
   auto ref = OpRegistry::global().create(spec, "reference");
   auto seen = std::make_shared<Seen>();
-  TorchOp op(spec, *ref,
+  TorchOp op(spec, semantics_of(*ref),
              OpDef{[seen](const Call& c) -> std::vector<at::Tensor> {
                      seen->in = {c.in[0].data_ptr()};
                      seen->out.clear();

@@ -29,10 +29,7 @@ class ConvOp : public ConvLikeOp<ConvOp> {
           direct_ && w_.kernel[i] == 1 && w_.strides[i] == 1 && w_.pads_begin[i] == 0 && w_.pads_end[i] == 0;
   }
 
-  double flops() const override {
-    return 2.0 * static_cast<double>(d_.n * d_.m * w_.position_count()) *
-           static_cast<double>(d_.c / d_.group * w_.kernel_size());
-  }
+  double flops() const override { return conv_flops(d_, w_, false); }
 
   // K: the im2col rows of one group, the GEMM's inner dimension.
   int64_t rows() const { return d_.c / d_.group * w_.kernel_size(); }

@@ -8,42 +8,6 @@
 
 namespace d5::reference {
 
-Window transposed_window(const OpSpec& spec, const ConvDims& d) {
-  const size_t r = d.image.size();
-  const WindowAttrs a = parse_window_attrs(spec, r, d.kernel);
-  const auto out_pad = spec.attrs.get_ints("output_padding", std::vector<int64_t>(r, 0));
-  D5_CHECK_ARG(
-      out_pad.size() == r && std::all_of(out_pad.begin(), out_pad.end(), [](int64_t p) { return p >= 0; }),
-      "{}: output_padding {} must be {} non-negative values", spec.label(), out_pad, r);
-  std::vector<int64_t> out_shape = spec.attrs.get_ints("output_shape", {});
-  if (out_shape.size() == r + 2)
-    out_shape.erase(out_shape.begin(), out_shape.begin() + 2);  // [N, C, ...] form
-  D5_CHECK_ARG(out_shape.empty() || out_shape.size() == r, "{}: output_shape {} must have {} spatial extents",
-               spec.label(), out_shape, r);
-
-  Window w = a.window();
-  w.positions = d.image;
-  w.image.resize(r);
-  for (size_t i = 0; i < r; ++i) {
-    // The output every input pixel's kernel reaches, before any padding is cut off.
-    const int64_t full = w.strides[i] * (d.image[i] - 1) + out_pad[i] + w.extent(i);
-    if (!out_shape.empty() || a.same()) {
-      w.image[i] = !out_shape.empty() ? out_shape[i] : d.image[i] * w.strides[i];
-      D5_CHECK_ARG(w.image[i] >= 0, "{}: output_shape {} must be non-negative", spec.label(), out_shape);
-      // What is cut off is split evenly; the odd one goes to the end for SAME_UPPER and to the
-      // beginning otherwise. A requested output larger than `full` is zero (plus bias) at the end.
-      const int64_t total = std::max<int64_t>(0, full - w.image[i]);
-      w.pads_begin[i] = a.auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      w.pads_end[i] = total - w.pads_begin[i];
-    } else {
-      w.image[i] = full - w.pads_begin[i] - w.pads_end[i];
-      D5_CHECK_ARG(w.image[i] >= 0, "{}: pads {} remove more than the whole output ({} on axis {})",
-                   spec.label(), a.pads, full, i);
-    }
-  }
-  return w;
-}
-
 namespace {
 
 class ConvTransposeOp : public ConvLikeOp<ConvTransposeOp> {
@@ -56,10 +20,7 @@ class ConvTransposeOp : public ConvLikeOp<ConvTransposeOp> {
       direct_ = direct_ && w_.kernel[i] == 1 && w_.strides[i] == 1 && w_.pads_begin[i] == 0;
   }
 
-  double flops() const override {
-    return 2.0 * static_cast<double>(d_.n * d_.c * w_.position_count()) *
-           static_cast<double>(d_.m / d_.group * w_.kernel_size());
-  }
+  double flops() const override { return conv_flops(d_, w_, true); }
 
  private:
   friend class ConvLikeOp<ConvTransposeOp>;

@@ -1,6 +1,6 @@
 #pragma once
-// Shared by the convolution, pooling and matrix-multiply operators: sliding-window attributes
-// resolved against an input shape, im2col / col2im, how independent items (images, groups,
+// Shared by the convolution, pooling and matrix-multiply operators (the window rules themselves
+// are deep500/spi/shape_rules.h): im2col / col2im, how independent items (images, groups,
 // matrices) spread over the OpenMP threads, and the common frame of Conv and ConvTranspose.
 #include <fmt/ranges.h>  // messages print attribute lists
 #include <omp.h>
@@ -15,67 +15,6 @@
 #include "../ref_common.h"
 
 namespace d5::reference {
-
-// A window sliding over the spatial axes of one image (N and C excluded).
-struct Window {
-  std::vector<int64_t> image;      // spatial extents of the image the window slides over
-  std::vector<int64_t> positions;  // window positions per axis (a convolution's output extents)
-  std::vector<int64_t> kernel, strides, dilations, pads_begin, pads_end;
-
-  size_t rank() const { return image.size(); }
-  int64_t image_size() const;
-  int64_t position_count() const;
-  int64_t kernel_size() const;
-  int64_t extent(size_t d) const { return (kernel[d] - 1) * dilations[d] + 1; }  // dilated kernel
-  // Image coordinate under tap t of the window at position o along axis d (< 0 or >= image[d]
-  // in the padding).
-  int64_t coord(size_t d, int64_t o, int64_t t) const {
-    return o * strides[d] - pads_begin[d] + t * dilations[d];
-  }
-};
-
-// The window attributes as written: kernel_shape, strides, dilations, pads, auto_pad.
-struct WindowAttrs {
-  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: begins then ends
-  std::string auto_pad;
-
-  bool same() const { return auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER"; }
-  // A Window with these kernel, strides, dilations and pads; image and positions left empty.
-  Window window() const;
-};
-
-// Reads the window attributes for `rank` spatial axes. `weight_kernel` is the kernel taken from
-// a weight tensor (Conv, ConvTranspose: kernel_shape must then match it if given) or empty
-// (pooling: kernel_shape is required). Checks lengths and ranges, naming the op.
-WindowAttrs parse_window_attrs(const OpSpec& spec, size_t rank, const std::vector<int64_t>& weight_kernel);
-
-// Output extents and effective pads of Conv / MaxPool / AveragePool over `image` (ONNX rules:
-// auto_pad SAME_UPPER / SAME_LOWER / VALID, ceil_mode with PyTorch's "the last window starts
-// inside the image or its left padding").
-Window sliding_window(const OpSpec& spec, const WindowAttrs& attrs, const std::vector<int64_t>& image,
-                      bool ceil_mode);
-
-// The dimensions of a Conv (transposed = false) or ConvTranspose (true) from its input
-// descriptors, validated: X [N, C, spatial...], W [M, C/group, kernel...] (Conv) or
-// [C, M/group, kernel...] (ConvTranspose), optional B [M], one floating dtype.
-struct ConvDims {
-  int64_t n, c, m, group;
-  bool bias;
-  std::vector<int64_t> image, kernel;  // spatial extents of X; kernel from W
-
-  // Inputs with a gradient: X and W, and B when present.
-  std::vector<bool> gradient_mask(size_t n_inputs) const {
-    std::vector<bool> mask(n_inputs, true);
-    if (mask.size() > 2) mask[2] = bias;
-    return mask;
-  }
-};
-ConvDims conv_dims(const OpSpec& spec, bool transposed);
-
-// ConvTranspose's window: it slides over Y (the image), one position per pixel of X; the output
-// extents and pads come from pads / output_padding / output_shape / auto_pad (ONNX rules). Also
-// used by the oneDNN backend, so that both compute the same geometry.
-Window transposed_window(const OpSpec& spec, const ConvDims& d);
 
 // col has channels * kernel_size() rows and position_count() columns: row (c, t) holds, for every
 // window position, the value of channel c under kernel tap t (0 in the padding). ld is the

@@ -13,22 +13,8 @@ namespace d5::reference {
 // LRN lives in its own file but registers with the normalization family.
 void register_lrn_op(OpRegistry& r);
 
-// `axis` (negative counts from the end) as an index into a rank-`rank` shape; InvalidArgument
-// naming the op, the attribute and the rank otherwise.
-size_t checked_axis(const OpSpec& spec, int64_t axis, size_t rank, const char* what = "axis");
-
 // Product of s[begin, end).
 int64_t dims_product(const Shape& s, size_t begin, size_t end);
-
-// Input i must be present and floating point (and of shape `want`); InvalidArgument naming it
-// otherwise.
-void check_float_input(const OpSpec& s, size_t i, const char* name);
-void check_param_shape(const OpSpec& s, size_t i, const char* name, const Shape& want);
-
-// BatchNormalization's outputs (Y; in training mode also the running mean and variance), after
-// checking the input count, X's rank and the parameters' shapes (per channel, or per C x spatial
-// with spatial=0). The oneDNN backend uses it too, so both judge a spec alike.
-std::vector<TensorDesc> batch_norm_outputs(const OpSpec& s);
 
 // "none", "sum" or "mean" from the `reduction` attribute (losses).
 enum class Reduction { None, Sum, Mean };
