@@ -111,6 +111,16 @@ TEST(Movement, ConcatAndSplit) {
                c = random_input({t, Shape{2, 0}}, "c", 0, 9);
     check("Concat", {a, b, c}, {{"axis", int64_t{1}}});
     check("Concat", {a, a}, {{"axis", int64_t{-2}}});
+    for (int64_t axis : {0, 1, 2, -1}) {  // three inputs along every axis of a 3-D tensor
+      std::vector<Tensor> parts;
+      for (int64_t k : {1, 3, 2}) {
+        std::vector<int64_t> d = {2, 4, 5};
+        d[static_cast<size_t>(axis < 0 ? axis + 3 : axis)] = k;
+        parts.push_back(random_input({t, Shape(d)}, "part", 0, 9));
+      }
+      check("Concat", parts, {{"axis", axis}});
+    }
+    check("Concat", {random_input({t, Shape{6}}, "one", 0, 9)}, {{"axis", int64_t{0}}});
     const auto x = random_input({t, Shape{6, 4}}, "x", 0, 9);
     check_const("Split", x, {i64s({1, 0, 5})});
     check("Split", {x}, {{"axis", int64_t{1}}, {"num_outputs", int64_t{3}}}, std::nullopt, 18);

@@ -13,11 +13,43 @@ using Ints = std::vector<int64_t>;
 // Conv sums C/group * kernel products: f32 results carry ~1e-6 relative rounding per term on
 // each backend, differently ordered (blocked GEMM vs oneDNN/ATen), hence the f32 tolerance.
 const Tolerance kConvF32{2e-4, 2e-5};
+// Sums of K = 576 products (64 channels, 3x3) on results up to ~30: oneDNN may pick Winograd
+// there (convolution_auto), whose transforms lose about 1e-4 relative.
+const Tolerance kWinogradF32{1e-3, 1e-4};
+// Pooling computes each output from one window: max is exact, average differs by a rounding or
+// two.
+const Tolerance kPoolF32{1e-5, 1e-6};
 
-void check_conv(const std::string& type, DType t, const Shape& x, const Shape& w, bool bias, Attributes a) {
+void check_conv(const std::string& type, DType t, const Shape& x, const Shape& w, bool bias, Attributes a,
+                Tolerance f32_tol = kConvF32) {
   std::vector<Tensor> in = {random_input({t, x}, "x"), random_input({t, w}, "w")};
   if (bias) in.push_back(random_input({t, Shape{type == "Conv" ? w[0] : w[1] * a.get_int("group", 1)}}, "b"));
-  check(type, in, std::move(a), t == DType::f32 ? std::optional<Tolerance>(kConvF32) : std::nullopt);
+  check(type, in, std::move(a), t == DType::f32 ? std::optional<Tolerance>(f32_tol) : std::nullopt);
+}
+
+// MaxPool asked for Y alone: the form every backend runs (oneDNN has no Indices output).
+void check_max_pool_y(const Shape& x, const Attributes& a) {
+  OpSpec s = spec_of("MaxPool", {{DType::f32, x}}, a);
+  s.num_outputs = 1;
+  check_spec(s, random_inputs({{DType::f32, x}}), kPoolF32);
+}
+
+// Pooling windows beyond those of the 7x6 image below: dilations, 1-D and 3-D, SAME_UPPER on an
+// even image, and a larger image with more channels.
+std::vector<std::pair<Shape, Attributes>> pool_windows() {
+  return {
+      {{2, 3, 9, 9}, {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}}},
+      {{1, 2, 8, 8}, {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}}}},
+      {{1, 2, 7, 7}, {{"kernel_shape", Ints{2, 2}}, {"dilations", Ints{2, 2}}}},
+      {{1, 2, 6, 7}, {{"kernel_shape", Ints{2, 3}}, {"strides", Ints{1, 2}}, {"pads", Ints{0, 1, 1, 0}}}},
+      {{2, 3, 10}, {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}}},
+      {{1, 2, 5, 5, 5}, {{"kernel_shape", Ints{2, 2, 2}}}},
+      {{1, 1, 8, 8}, {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"auto_pad", std::string("SAME_UPPER")}}},
+      {{4, 16, 14, 14}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}}},
+      // ceil_mode whose last window stays inside the pads (count_include_pad agrees with ONNX).
+      {{1, 2, 9, 9},
+       {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}, {"ceil_mode", int64_t{1}}}},
+  };
 }
 
 }  // namespace
@@ -37,7 +69,15 @@ TEST(Nn, Conv) {
                  {{"auto_pad", std::string(pad)}, {"strides", Ints{2, 3}}});
     check_conv("Conv", t, {1, 3, 5, 5}, {3, 1, 3, 3}, true,
                {{"group", int64_t{3}}, {"pads", Ints{1, 1, 1, 1}}});  // depthwise
+    check_conv("Conv", t, {1, 4, 9, 8}, {6, 4, 3, 2}, true, {{"strides", Ints{2, 3}}, {"pads", Ints{1, 0, 2, 1}}});
+    check_conv("Conv", t, {2, 6, 8, 8}, {9, 2, 3, 3}, false, {{"group", int64_t{3}}});
+    check_conv("Conv", t, {1, 8, 6, 6}, {8, 1, 3, 3}, true, {{"group", int64_t{8}}, {"pads", Ints{1, 1, 1, 1}}});
+    check_conv("Conv", t, {1, 3, 10, 10}, {5, 3, 3, 3}, true, {{"dilations", Ints{2, 3}}, {"pads", Ints{2, 2, 2, 2}}});
+    check_conv("Conv", t, {2, 3, 11}, {4, 3, 3}, true, {{"strides", Ints{2}}});                          // 1-D
+    check_conv("Conv", t, {1, 2, 5, 6, 7}, {3, 2, 3, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1, 1, 1}}});  // 3-D
+    check_conv("Conv", t, {2, 16, 5, 5}, {8, 16, 1, 1}, true, {});                                      // 1x1
   }
+  check_conv("Conv", DType::f32, {2, 64, 14, 14}, {64, 64, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, kWinogradF32);
 }
 
 TEST(Nn, ConvTranspose) {
@@ -59,6 +99,15 @@ TEST(Nn, ConvTranspose) {
                {{"strides", Ints{2, 1, 2}}});  // 3-D
     check_conv("ConvTranspose", t, {1, 2, 4, 4}, {2, 2, 3, 3}, true,
                {{"strides", Ints{3, 3}}, {"pads", Ints{0, 2, 2, 0}}});  // wide asymmetric pads: crop path
+    check_conv("ConvTranspose", t, {1, 3, 4, 4}, {3, 2, 3, 3}, true,
+               {{"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}, {"output_padding", Ints{1, 1}}});
+    check_conv("ConvTranspose", t, {2, 4, 5, 5}, {4, 3, 3, 3}, true, {{"group", int64_t{2}}});
+    check_conv("ConvTranspose", t, {1, 2, 3, 3}, {2, 3, 3, 3}, false,
+               {{"strides", Ints{2, 2}}, {"output_shape", Ints{6, 6}}});
+    check_conv("ConvTranspose", t, {1, 2, 5, 5}, {2, 2, 3, 3}, true,
+               {{"dilations", Ints{2, 2}}, {"pads", Ints{1, 0, 2, 1}}});
+    check_conv("ConvTranspose", t, {2, 3, 6}, {3, 4, 3}, true, {{"strides", Ints{3}}, {"pads", Ints{1, 2}}});
+    check_conv("ConvTranspose", t, {1, 2, 3, 3, 3}, {2, 2, 2, 2, 2}, true, {{"strides", Ints{2, 2, 2}}});
   }
 }
 
@@ -77,7 +126,12 @@ TEST(Nn, GemmAndMatMul) {
                                                                    {{4}, {4, 2}},
                                                                    {{2, 4}, {4}},
                                                                    {{4}, {4}},
-                                                                   {{2, 1, 3, 4}, {5, 4, 2}}})
+                                                                   {{2, 1, 3, 4}, {5, 4, 2}},
+                                                                   {{2, 5, 7}, {2, 7, 3}},
+                                                                   {{7}, {2, 7, 3}},
+                                                                   {{3, 5, 7}, {7}},
+                                                                   {{1, 4, 6}, {3, 6, 5}},
+                                                                   {{64, 128}, {128, 96}}})
       check("MatMul", {random_input({t, a}, "a"), random_input({t, b}, "b")});
   }
   for (DType t : {DType::i32, DType::i64}) {
@@ -87,6 +141,21 @@ TEST(Nn, GemmAndMatMul) {
           {{"alpha", 2.0}, {"beta", -1.0}});
     check("MatMul", {random_input({t, {2, 3, 4}}, "a", -5, 5), random_input({t, {4, 2}}, "b", -5, 5)});
   }
+}
+
+TEST(Nn, GemmEveryAttributeCombination) {
+  // Both transposes, alpha and beta (beta 0 included), and every broadcastable C, or none.
+  const int64_t m = 6, k = 5, n = 4;
+  for (int64_t ta : {0, 1})
+    for (int64_t tb : {0, 1})
+      for (const auto& [alpha, beta] :
+           {std::pair{1.0, 1.0}, std::pair{0.5, 0.5}, std::pair{2.0, 0.25}, std::pair{1.5, 0.0}}) {
+        const Shape a = ta ? Shape{k, m} : Shape{m, k}, b = tb ? Shape{n, k} : Shape{k, n};
+        const Attributes attrs = {{"transA", ta}, {"transB", tb}, {"alpha", alpha}, {"beta", beta}};
+        for (const Shape& c : {Shape{}, Shape{n}, Shape{1, n}, Shape{m, 1}, Shape{m, n}, Shape{1}})
+          check("Gemm", random_inputs({{DType::f32, a}, {DType::f32, b}, {DType::f32, c}}), attrs);
+        check("Gemm", random_inputs({{DType::f32, a}, {DType::f32, b}}), attrs);
+      }
 }
 
 TEST(Nn, MaxPool) {
@@ -117,10 +186,9 @@ TEST(Nn, MaxPool) {
   // Ties: the first maximum gets the gradient, on both backends.
   check("MaxPool", {Tensor::from_values<double>(Shape{1, 1, 2, 3}, {1, 1, 0, 1, 1, 0})},
         {{"kernel_shape", Ints{2, 2}}});
-  // A node asking for Y alone: one output (expect_matches_reference compares the output counts).
-  OpSpec y_only = spec_of("MaxPool", {{DType::f32, Shape{2, 3, 7, 6}}}, attrs[1]);
-  y_only.num_outputs = 1;
-  check_spec(y_only, random_inputs({{DType::f32, {2, 3, 7, 6}}}));
+  // Nodes asking for Y alone: one output (expect_matches_reference compares the output counts).
+  for (const auto& a : attrs) check_max_pool_y({2, 3, 7, 6}, a);
+  for (const auto& [x, a] : pool_windows()) check_max_pool_y(x, a);
 }
 
 TEST(Nn, AveragePool) {
@@ -152,6 +220,10 @@ TEST(Nn, AveragePool) {
     check(
         "AveragePool", random_inputs({{DType::f32, {1, 2, 4, 5, 4}}}),
         {{"kernel_shape", Ints{2, 2, 3}}, {"pads", Ints{1, 0, 1, 0, 1, 1}}, {"count_include_pad", include}});
+    for (auto [x, a] : pool_windows()) {
+      a.set("count_include_pad", include);
+      check("AveragePool", random_inputs({{DType::f32, x}}), a, kPoolF32);
+    }
   }
 }
 
@@ -164,6 +236,10 @@ TEST(Nn, GlobalPools) {
     }
   check("GlobalMaxPool", random_inputs({{DType::u8, {2, 3, 4}}}, 0, 200));
   check("GlobalMaxPool", {Tensor::from_values<double>(Shape{1, 2, 3}, {2, 2, 1, 0, -1, 0})});  // ties: first
+  for (const char* type : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    check(type, random_inputs({{DType::f32, {2, 3, 5, 7}}}), {}, kPoolF32);
+    check(type, random_inputs({{DType::f32, {1, 2, 3, 3, 3}}}), {}, kPoolF32);
+  }
 }
 
 }  // namespace d5::test

@@ -26,6 +26,8 @@ TEST(Normalization, SoftmaxAndLogSoftmax) {
     // Before opset 13: coerced to 2-D at 'axis' (default 1), normalized over all trailing axes.
     check(type, random_inputs({f32({2, 3, 4})}, -3, 3), {}, std::nullopt, 11);
     check(type, random_inputs({f64({2, 3, 4})}, -3, 3), {{"axis", int64_t{2}}}, std::nullopt, 11);
+    check(type, random_inputs({f32({3, 5, 7})}, -3, 3), {{"axis", int64_t{2}}});
+    check(type, random_inputs({f32({32, 1000})}, -5, 5));  // a classifier's scores
   }
 }
 
@@ -36,6 +38,10 @@ TEST(Normalization, BatchNormalizationInference) {
   // spatial=0 (opset 7): one set of statistics per position of [C, D].
   check("BatchNormalization", bn_inputs(DType::f64, {3, 2, 4}, {2, 4}), {{"spatial", int64_t{0}}},
         std::nullopt, 7);
+  check("BatchNormalization", bn_inputs(DType::f32, {6, 2, 3}, {2, 3}), {{"spatial", int64_t{0}}},
+        std::nullopt, 7);
+  for (const Shape& x : {Shape{2, 3}, Shape{4, 16, 7, 7}, Shape{2, 3, 2, 3, 4}})
+    check("BatchNormalization", bn_inputs(DType::f32, x, {x[1]}), {{"epsilon", 1e-3}});
 }
 
 TEST(Normalization, BatchNormalizationTraining) {
@@ -44,6 +50,8 @@ TEST(Normalization, BatchNormalizationTraining) {
   check("BatchNormalization", bn_inputs(DType::f32, {4, 3, 2, 3}, {3}), train);
   check("BatchNormalization", bn_inputs(DType::f64, {5, 2}, {2}), train);
   check("BatchNormalization", bn_inputs(DType::f64, {2, 3, 7}, {3}), train);
+  for (const Shape& x : {Shape{8, 3}, Shape{4, 16, 7, 7}, Shape{3, 5, 11}})
+    check("BatchNormalization", bn_inputs(DType::f32, x, {x[1]}), train);
 }
 
 TEST(Normalization, InstanceNormalization) {
@@ -69,6 +77,21 @@ TEST(Normalization, LayerNormalization) {
            random_input({t, {1}}, "b")},
           {{"axis", int64_t{-2}}, {"stash_type", int64_t{11}}, {"epsilon", 1e-3}});
   }
+  // f32 statistics (the form oneDNN runs), with and without B, over one to three axes; random
+  // upstream gradients reach Mean and InvStdDev too, and both flow back into X.
+  struct Case {
+    Shape x;
+    int64_t axis;
+    bool bias;
+  };
+  for (const auto& c : {Case{{4, 32}, -1, true}, Case{{2, 3, 16}, -1, false}, Case{{2, 3, 4, 5}, 2, true},
+                        Case{{3, 7}, 0, true}, Case{{2, 8, 384}, -1, true}}) {
+    const size_t from = static_cast<size_t>(c.axis < 0 ? static_cast<int64_t>(c.x.rank()) + c.axis : c.axis);
+    const Shape norm(std::vector<int64_t>(c.x.dims().begin() + static_cast<std::ptrdiff_t>(from), c.x.dims().end()));
+    std::vector<Tensor> in = {random_input(f32(c.x), "x", -2, 2), random_input(f32(norm), "s")};
+    if (c.bias) in.push_back(random_input(f32(norm), "b"));
+    check("LayerNormalization", in, {{"axis", c.axis}, {"epsilon", 1e-4}});
+  }
 }
 
 TEST(Normalization, Lrn) {
@@ -76,6 +99,9 @@ TEST(Normalization, Lrn) {
     check("LRN", random_inputs({f32({2, 6, 3, 2})}, -2, 2), {{"size", size}, {"alpha", 0.01}, {"beta", 0.6}});
   check("LRN", random_inputs({f64({2, 5})}, -2, 2), {{"size", int64_t{3}}, {"bias", 2.0}});
   check("LRN", random_inputs({f64({1, 4, 2, 2, 2})}, -2, 2), {{"size", int64_t{2}}});
+  for (int64_t size : {1, 3, 5})
+    for (const Shape& x : {Shape{2, 7, 5, 5}, Shape{2, 16, 3, 3}, Shape{3, 6}, Shape{1, 9, 2, 2, 3}})
+      check("LRN", random_inputs({f32(x)}), {{"size", size}, {"alpha", 0.2}, {"beta", 0.75}, {"bias", 1.5}});
 }
 
 TEST(Reduce, Reductions) {
