@@ -6,7 +6,8 @@ experiment, report; backends and the CLI sit on top and may include any of them.
 its folder: include/deep500/<layer>/, or src/core, src/metrics, src/lv0 (op), src/lv1 (net),
 src/onnx, src/lv2 (train), src/lv3 (dist), src/experiment, src/report, src/backends, src/cli.
 Public headers include no private (src/) header, and a backend includes no other backend's
-headers: what backends share lives in the layers below (deep500/spi/).
+headers nor a lower layer's private ones: what backends use lives in the public headers and
+deep500/spi/.
 
 usage: check-include-layers.py [SOURCE_ROOT]   (exit 1 and one line per violation)
 """
@@ -99,6 +100,9 @@ def main():
                                               'which lies above it')
                         elif private and rel.startswith('include/'):
                             violations.append(f'{rel}:{number}: public header includes private "{m.group(1)}"')
+                        elif private and mine == 'backends' and theirs != 'backends':
+                            violations.append(f'{rel}:{number}: backend includes private "{m.group(1)}" of layer '
+                                              f'{theirs}; backends use the public headers and deep500/spi/')
     for v in violations:
         print(v)
     if violations:

@@ -22,7 +22,7 @@
 
 #include "core/digest.h"
 #include "deep500/core/data_paths.h"
-#include "custom_op_common.h"
+#include "deep500/spi/custom_op_checks.h"
 #include "deep500/metrics/atomic_file.h"
 #include "deep500/op/custom_op.h"
 #include "deep500/core/error.h"

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "custom_op_common.h"
+#include "deep500/spi/custom_op_checks.h"
 #include "deep500/op/custom_op.h"
 #include "deep500/op/custom_op_compiler.h"
 #include "deep500/core/error.h"

@@ -2,7 +2,7 @@
 
 #include <exception>
 
-#include "custom_op_common.h"
+#include "deep500/spi/custom_op_checks.h"
 #include "deep500/core/error.h"
 
 namespace d5 {

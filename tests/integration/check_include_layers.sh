@@ -33,6 +33,8 @@ expect_violation public-includes-private include/deep500/train/dataset.h '#inclu
   'public header includes private "lv2/images/jpeg.h"'
 expect_violation backend-includes-backend src/backends/onednn/conv.cpp '#include "../reference/ops/nn_common.h"' \
   'backend onednn includes "../reference/ops/nn_common.h" of backend reference'
+expect_violation backend-includes-private src/backends/torch/torch_op.cpp '#include "../../core/digest.h"' \
+  'backend includes private "../../core/digest.h" of layer core'
 touch "$TMP/x" && mkdir -p "$TMP/tree2/include/deep500" && cp -r "$SRC/src" "$TMP/tree2/" && \
   cp -r "$SRC/include/deep500/core" "$TMP/tree2/include/deep500/" && touch "$TMP/tree2/include/deep500/flat.h"
 if out=$(python3 "$CHECK" "$TMP/tree2" 2>&1) || ! grep -q "flat.h: a public header outside the layer folders" <<<"$out"; then

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "../../lv0/custom_op_common.h"
+#include "deep500/spi/custom_op_checks.h"
 #include "deep500/core/error.h"
 #include "torch_op.h"
 

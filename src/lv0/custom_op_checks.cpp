@@ -1,4 +1,4 @@
-#include "custom_op_common.h"
+#include "deep500/spi/custom_op_checks.h"
 
 #include "deep500/core/error.h"
 

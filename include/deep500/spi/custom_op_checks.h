@@ -1,6 +1,7 @@
 #pragma once
-// Checks and conversions shared by the wrappers of user operators (native callables and
-// libraries compiled at run time): user code gets the same guarantees from both.
+// Checks and conversions shared by the wrappers of user operators (native callables, libraries
+// compiled at run time, and a backend's adapter such as torch's autograd function): user code
+// gets the same guarantees from all of them.
 #include <span>
 #include <string>
 #include <vector>
