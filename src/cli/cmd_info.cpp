@@ -54,9 +54,10 @@ std::string render_console(const json& m) {
     line("gpus", "none (" + m.value("gpu_unavailable_reason", std::string("unknown")) + ")");
   } else {
     for (const auto& g : m["gpus"])
-      line("gpu", fmt::format("{}: {}, {}, {} SMs, cc {}", g["index"].get<int>(),
+      line("gpu", fmt::format("{}: {}, {}, {} SMs, cc {}, driver {}, ECC {}", g["index"].get<int>(),
                               g["name"].get<std::string>(), format_bytes(g["memory_bytes"].get<double>()),
-                              g["multiprocessors"].get<int>(), g["compute_capability"].get<std::string>()));
+                              g["multiprocessors"].get<int>(), g["compute_capability"].get<std::string>(),
+                              g.value("driver_version", std::string("?")), g.value("ecc", std::string("unknown"))));
   }
   line("os", fmt::format("{}, kernel {} ({})", m["os"]["name"].get<std::string>(),
                          m["os"]["kernel"].get<std::string>(), m["os"]["machine"].get<std::string>()));

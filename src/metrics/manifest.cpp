@@ -89,7 +89,10 @@ json make_manifest(const ExperimentSettings& settings) {
                     {"multiprocessors", g.multiprocessors},
                     {"compute_capability", std::to_string(g.compute_capability_major) + "." +
                                                std::to_string(g.compute_capability_minor)},
-                    {"clock_mhz", g.clock_mhz}, {"driver_version", g.driver_version}});
+                    {"clock_mhz", g.clock_mhz}, {"driver_version", g.driver_version},
+                    {"pci_bus_id", g.pci_bus_id}, {"nvml", g.nvml}, {"ecc", g.ecc},
+                    {"sm_clock_mhz_at_start", g.sm_clock_mhz_at_start},
+                    {"memory_clock_mhz_at_start", g.memory_clock_mhz_at_start}});
 
   const ThreadSettings t = thread_settings();
   const OsInfo& os = os_info();

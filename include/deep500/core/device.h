@@ -51,8 +51,14 @@ struct GpuInfo {
   int multiprocessors = 0;
   int compute_capability_major = 0;
   int compute_capability_minor = 0;
-  double clock_mhz = 0;
+  double clock_mhz = 0;  // the SM clock's maximum
   std::string driver_version;
+  std::string pci_bus_id;  // "0000:65:00.0"
+  // From NVML when the driver's library loads (nvml says which version, or why not): ECC "on",
+  // "off" or "unsupported"; the SM and memory clocks when the GPU was enumerated (0: unknown).
+  std::string nvml;
+  std::string ecc;
+  double sm_clock_mhz_at_start = 0, memory_clock_mhz_at_start = 0;
 };
 
 // Read once and cached; cheap to call.

@@ -2,15 +2,36 @@
 
 #include <fmt/format.h>
 
+#include "cuda_allocator.h"
 #include "deep500/core/backend.h"
 #include "deep500/core/device.h"
 #include "deep500/core/runtime_libraries.h"
 #include "deep500/spi/backend_plugin.h"
+#include "nvml.h"
 
 namespace d5::cuda {
 
 namespace {
 std::string version_string(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
+
+// What NVML says of the GPU at `g.pci_bus_id`, or why it says nothing.
+void add_nvml_facts(GpuInfo& g) {
+  std::string reason;
+  const Nvml* n = nvml(&reason);
+  g.ecc = "unknown";
+  if (!n) {
+    g.nvml = reason;
+    return;
+  }
+  g.nvml = "NVML " + n->version();
+  g.driver_version = n->driver_version();  // the full version ("535.104.05"), not CUDA's "12.2"
+  const auto ecc = n->ecc_enabled(g.pci_bus_id);
+  g.ecc = ecc ? (*ecc ? "on" : "off") : "unsupported";
+  if (const auto s = n->sample(g.pci_bus_id, &reason)) {
+    g.sm_clock_mhz_at_start = s->sm_clock_mhz;
+    g.memory_clock_mhz_at_start = s->memory_clock_mhz;
+  }
+}
 
 std::vector<GpuInfo> enumerate(std::string* reason) {
   std::vector<GpuInfo> gpus;
@@ -35,6 +56,9 @@ std::vector<GpuInfo> enumerate(std::string* reason) {
     int khz = 0;
     if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, i) == cudaSuccess) g.clock_mhz = khz / 1000.0;
     g.driver_version = version_string(driver);
+    char bus[32] = {};
+    if (cudaDeviceGetPCIBusId(bus, sizeof bus, i) == cudaSuccess) g.pci_bus_id = bus;
+    add_nvml_facts(g);
     gpus.push_back(std::move(g));
   }
   if (gpus.empty() && reason) *reason = "the CUDA runtime reports no devices";
@@ -48,7 +72,7 @@ void register_backend() {
   set_gpu_enumerator(&enumerate);
   BackendInfo b;
   b.name = "cuda";
-  b.description = "NVIDIA GPUs: device enumeration only (no operators or executor yet)";
+  b.description = "NVIDIA GPUs: device enumeration and memory (cuda:N tensors); no operators or executor yet";
   b.version = version_string(runtime);
   std::string reason;
   if (enumerate(&reason).empty()) {
@@ -56,6 +80,9 @@ void register_backend() {
     b.unavailable_reason = reason;
   }
   register_runtime_library("cuda_runtime", b.version);
+  std::string nvml_reason;
+  if (const Nvml* n = nvml(&nvml_reason)) register_runtime_library("nvml", n->version());
+  register_device_kind(std::make_shared<CudaAllocator>());
   d5::register_backend(std::move(b));
 }
 

@@ -1,0 +1,27 @@
+#pragma once
+// Device memory of NVIDIA GPUs ("cuda:N", docs/devices.md): cudaMalloc behind the core's caching
+// allocator, because cudaMalloc and cudaFree synchronise the whole device and a training step
+// allocates and frees the same sizes every iteration. Copies and fills run on the device's
+// default stream and are waited for, so a tensor's bytes are where they should be when a call
+// returns.
+#include <string>
+
+#include "deep500/core/device_allocator.h"
+
+namespace d5::cuda {
+
+class CudaAllocator final : public CachingDeviceAllocator {
+ public:
+  std::string kind_name() const override { return "cuda"; }
+  bool host_accessible() const override { return false; }
+  void zero(void* data, size_t bytes, int32_t index) override;
+  void copy_to_host(void* host, const void* device, size_t bytes, int32_t index) override;
+  void copy_from_host(void* device, const void* host, size_t bytes, int32_t index) override;
+  void synchronize(int32_t index) override;
+
+ protected:
+  void* raw_allocate(size_t bytes, int32_t index) override;
+  void raw_free(void* data, int32_t index) override;
+};
+
+}  // namespace d5::cuda
