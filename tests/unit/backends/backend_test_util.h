@@ -45,7 +45,9 @@ inline void expect_matches_reference(const OpSpec& spec, const std::vector<Tenso
     EXPECT_EQ(op->differentiable_inputs(), ref->differentiable_inputs())
         << spec.label() << " on " << backend << ": differentiable inputs";
   }
-  const auto out = op->run_forward(inputs);
+  // A backend on another device gets copies of the inputs there; results are compared on the host.
+  const auto on_device = to_device(inputs, op->device());
+  const auto out = op->run_forward(on_device);
   const auto ref_out = ref->run_forward(inputs);
   ASSERT_EQ(out.size(), ref_out.size());
   for (size_t k = 0; k < out.size(); ++k)
@@ -55,7 +57,7 @@ inline void expect_matches_reference(const OpSpec& spec, const std::vector<Tenso
   std::vector<Tensor> gy;
   for (size_t k = 0; k < out.size(); ++k)
     gy.push_back(is_floating(out[k].dtype()) ? random_input(out[k].desc(), "upstream" + std::to_string(k)) : Tensor());
-  const auto gx = op->run_backward(gy, inputs, out);
+  const auto gx = op->run_backward(to_device(gy, op->device()), on_device, out);
   const auto ref_gx = ref->run_backward(gy, inputs, ref_out);
   const auto mask = op->differentiable_inputs();
   for (size_t i = 0; i < gx.size(); ++i)

@@ -10,6 +10,7 @@
 #include "deep500/op/op_registry.h"
 #include "deep500/op/validation.h"
 #include "deep500/net/operator_executor.h"
+#include "../backends/backend_test_util.h"
 #include "../test_memory_device.h"
 #include "executor_test_nets.h"
 
@@ -25,6 +26,8 @@ class OnTestDevice final : public Operator {
   std::string implementation() const override { return "testdev(" + inner_->implementation() + ")"; }
   Device device() const override { return device_; }
   std::vector<bool> differentiable_inputs() const override { return inner_->differentiable_inputs(); }
+  double flops() const override { return inner_->flops(); }
+  double bytes() const override { return inner_->bytes(); }
 
   void forward(std::span<const Tensor> inputs, std::span<Tensor> outputs) override {
     check_inputs(inputs);
@@ -196,6 +199,21 @@ TEST_F(ExecutorDevices, OperatorChecksRunOnTheDevice) {
   std::vector<Tensor> wrong{want[0].clone()};
   wrong[0].set(0, wrong[0].get(0) + 1.0);
   EXPECT_EQ(test_forward(*on_device, inputs, wrong).state, CaseState::Failed);
+}
+
+// The shared operator cases' harness hands a backend on another device its inputs and upstream
+// gradients there and compares host copies of what it returns (the cases of a GPU backend run
+// through it).
+TEST_F(ExecutorDevices, TheSharedCaseHarnessRunsADeviceBackend) {
+  OpSpec add;
+  add.type = "Add";
+  add.inputs = {TensorDesc{DType::f32, Shape{2, 3}}, TensorDesc{DType::f32, Shape{3}}};
+  test::expect_matches_reference(add, {test::random_input(add.inputs[0], "a"), test::random_input(add.inputs[1], "b")},
+                                 "testdev", {0, 0});
+  OpSpec relu;
+  relu.type = "Relu";
+  relu.inputs = {TensorDesc{DType::f64, Shape{7}}};
+  test::expect_matches_reference(relu, {test::random_input(relu.inputs[0], "x")}, "testdev", {0, 0});
 }
 
 }  // namespace
