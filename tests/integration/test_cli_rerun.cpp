@@ -75,10 +75,10 @@ TEST_F(CliRerun, DeterministicTrainingIsBitwiseIdenticalOnEveryExecutor) {
     EXPECT_EQ(metric(a, "loss")["samples"], metric(b, "loss")["samples"]);
     EXPECT_EQ(metric(a, "test_accuracy")["samples"], metric(b, "test_accuracy")["samples"]);
     // Parameters: the trained models, byte for byte.
-    if (fs::exists(models[0])) {
-      EXPECT_GT(fs::file_size(models[0]), 100000u);  // LeNet-5 has 61,706 float parameters
-      EXPECT_EQ(bytes(models[0]), bytes(models[1]));
-    }
+    // The runs succeeded with --save-model, so the models must be there.
+    ASSERT_TRUE(fs::exists(models[0]) && fs::exists(models[1])) << models[0];
+    EXPECT_GT(fs::file_size(models[0]), 100000u);  // LeNet-5 has 61,706 float parameters
+    EXPECT_EQ(bytes(models[0]), bytes(models[1]));
   }
 }
 
