@@ -5,6 +5,18 @@ set(D5_BUILD_FLAGS "${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${_bt}}")
 string(STRIP "${D5_BUILD_FLAGS}" D5_BUILD_FLAGS)
 string(REPLACE ";" "," D5_LIBRARY_VERSIONS_STR "${D5_LIBRARY_VERSIONS}")
 string(REPLACE ";" "," D5_BACKENDS_STR "${D5_BACKENDS}")
+# The backends deep500 has (one folder each) that this build was configured without: asking for
+# one of them is "not built" (exit 6), asking for any other name is a typo (exit 2).
+file(GLOB _backend_files RELATIVE "${CMAKE_SOURCE_DIR}/src/backends" "${CMAKE_SOURCE_DIR}/src/backends/*/CMakeLists.txt")
+set(D5_NOT_BUILT_BACKENDS "")
+foreach(f IN LISTS _backend_files)
+  get_filename_component(_name "${f}" DIRECTORY)
+  if(NOT _name IN_LIST D5_BACKENDS)
+    list(APPEND D5_NOT_BUILT_BACKENDS "${_name}")
+  endif()
+endforeach()
+list(SORT D5_NOT_BUILT_BACKENDS)
+string(REPLACE ";" "," D5_NOT_BUILT_BACKENDS_STR "${D5_NOT_BUILT_BACKENDS}")
 
 set(D5_BUILD_INFO_CPP "${CMAKE_BINARY_DIR}/generated/build_info.cpp")
 add_custom_target(d5_build_info_gen ALL
@@ -17,6 +29,7 @@ add_custom_target(d5_build_info_gen ALL
     -DBUILD_TYPE=${CMAKE_BUILD_TYPE}
     -DLIBRARIES=${D5_LIBRARY_VERSIONS_STR}
     -DBACKENDS=${D5_BACKENDS_STR}
+    -DNOT_BUILT=${D5_NOT_BUILT_BACKENDS_STR}
     -P ${CMAKE_SOURCE_DIR}/cmake/gen_build_info.cmake
   BYPRODUCTS ${D5_BUILD_INFO_CPP}
   COMMENT "Recording build information"

@@ -43,6 +43,7 @@ const BuildInfo& build_info() {
     \"${BACKENDS}\",
     {
 ${lib_entries}    },
+    \"${NOT_BUILT}\",
   };
   return info;
 }

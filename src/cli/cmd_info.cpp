@@ -77,6 +77,11 @@ std::string render_console(const json& m) {
                          ? b["description"].get<std::string>()
                          : "unavailable: " + b["unavailable_reason"].get<std::string>());
   }
+  if (m.contains("backends_not_built") && !m["backends_not_built"].empty()) {
+    std::string names;
+    for (const auto& n : m["backends_not_built"]) names += (names.empty() ? "" : ", ") + n.get<std::string>();
+    s += fmt::format("  not built: {} (docs/building.md)\n", names);
+  }
   s += "libraries\n";
   for (const auto& [name, v] : m["libraries"].items()) {
     std::string text = v.contains("compiled") ? "compiled " + v["compiled"].get<std::string>() : "";

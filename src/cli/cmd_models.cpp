@@ -79,7 +79,7 @@ int run_export(const ExportOpts& e, const GlobalOptions& g) {
   return kExitOk;
 #else
   (void)g;
-  D5_THROW(Unimplemented,
+  D5_THROW(NotBuilt,
            "'d5 models export {}': this d5 was built without ONNX (D5_WITH_ONNX), so it cannot "
            "write ONNX files",
            e.model);

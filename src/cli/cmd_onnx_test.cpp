@@ -8,6 +8,7 @@
 #include "cli_common.h"
 #include "deep500/backends/builtin.h"
 #include "deep500/core/backend.h"
+#include "deep500/core/build_info.h"
 #include "deep500/core/error.h"
 #ifdef D5_HAVE_ONNX
 #include "deep500/onnx/onnx_conformance.h"
@@ -37,7 +38,10 @@ int run_onnx_test(const OnnxTestOptions& o) {
   if (!find_backend(o.backend)) {
     std::vector<std::string> names;
     for (const auto& b : backends()) names.push_back(b.name);
-    D5_THROW(InvalidArgument, "--backend '{}' is not built into this binary (available: {})", o.backend,
+    if (is_not_built_backend(o.backend))
+      D5_THROW(NotBuilt, "--backend '{}': this d5 was built without it; install its dependency and reconfigure "
+               "(docs/building.md; built: {})", o.backend, fmt::join(names, ", "));
+    D5_THROW(InvalidArgument, "--backend '{}' is not a deep500 backend (built: {})", o.backend,
              fmt::join(names, ", "));
   }
   // Read first, so that a bad exceptions file fails before a long run.
@@ -131,7 +135,7 @@ Command register_onnx_test(CLI::App& app, const GlobalOptions&) {
 #ifdef D5_HAVE_ONNX
             return run_onnx_test(*o);
 #else
-            D5_THROW(Unimplemented, "this d5 was built without ONNX support: install libonnx-dev and "
+            D5_THROW(NotBuilt, "this d5 was built without ONNX support: install libonnx-dev and "
                      "libprotobuf-dev, then reconfigure (D5_WITH_ONNX=AUTO or ON)");
 #endif
           }};

@@ -116,7 +116,7 @@ TrainNetwork load_train_network(const TrainOpts& o, const Dataset& data, uint64_
     append_softmax_cross_entropy(net, kZooLabels, kZooLoss);
     return {std::move(net), "onnx:" + o.model};
 #else
-    D5_THROW(Unimplemented, "'{}': this d5 was built without ONNX support (libonnx-dev), so it cannot load model "
+    D5_THROW(NotBuilt, "'{}': this d5 was built without ONNX support (libonnx-dev), so it cannot load model "
              "files", o.model);
 #endif
   }
@@ -248,7 +248,7 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
 #ifdef D5_HAVE_ONNX
     export_onnx_file(net, o.save_model);
 #else
-    D5_THROW(Unimplemented, "--save-model: this d5 was built without ONNX support (libonnx-dev)");
+    D5_THROW(NotBuilt, "--save-model: this d5 was built without ONNX support (libonnx-dev)");
 #endif
   }
 

@@ -18,7 +18,7 @@ LoadedNetwork load_network(const std::string& model, int64_t batch, NetMode mode
     io.batch = batch;  // symbolic first dimensions; a model exported for a fixed batch keeps it
     return LoadedNetwork{import_onnx_file(model, io), "onnx:" + model, ""};
 #else
-    D5_THROW(Unimplemented, "'{}': this d5 was built without ONNX support (libonnx-dev), so it cannot load model "
+    D5_THROW(NotBuilt, "'{}': this d5 was built without ONNX support (libonnx-dev), so it cannot load model "
              "files", model);
 #endif
   }

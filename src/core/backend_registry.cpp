@@ -1,5 +1,9 @@
 #include "deep500/core/backend.h"
+#include "deep500/core/build_info.h"
 #include "deep500/core/registry.h"
+
+#include <algorithm>
+#include <string_view>
 
 namespace d5 {
 
@@ -40,5 +44,21 @@ void register_runtime_library(const std::string& name, const std::string& versio
   runtime_registry()[name] = version;
 }
 const std::map<std::string, std::string>& runtime_libraries() { return runtime_registry(); }
+
+std::vector<std::string> not_built_backends() {
+  std::vector<std::string> out;
+  std::string_view rest = build_info().not_built_backends;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    out.emplace_back(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return out;
+}
+
+bool is_not_built_backend(const std::string& name) {
+  const auto names = not_built_backends();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
 
 }  // namespace d5

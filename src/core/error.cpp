@@ -6,6 +6,7 @@ std::string_view to_string(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::InvalidArgument: return "InvalidArgument";
     case ErrorKind::Unimplemented: return "Unimplemented";
+    case ErrorKind::NotBuilt: return "NotBuilt";
     case ErrorKind::FormatError: return "FormatError";
     case ErrorKind::IoError: return "IoError";
     case ErrorKind::Internal: return "Internal";
@@ -17,6 +18,7 @@ void rethrow_with_message(const Error& e, const std::string& message) {
   switch (e.kind()) {
     case ErrorKind::InvalidArgument: throw InvalidArgument(message);
     case ErrorKind::Unimplemented: throw Unimplemented(message);
+    case ErrorKind::NotBuilt: throw NotBuilt(message);
     case ErrorKind::FormatError: throw FormatError(message);
     case ErrorKind::IoError: throw IoError(message);
     case ErrorKind::Internal: throw InternalError(message);
@@ -29,6 +31,7 @@ void throw_error(ErrorKind kind, const std::string& message, const char* file, i
   switch (kind) {
     case ErrorKind::InvalidArgument: throw InvalidArgument(message);
     case ErrorKind::Unimplemented: throw Unimplemented(message);
+    case ErrorKind::NotBuilt: throw NotBuilt(message);
     case ErrorKind::FormatError: throw FormatError(message);
     case ErrorKind::IoError: throw IoError(message);
     case ErrorKind::Internal:

@@ -63,7 +63,7 @@ bool is_global_option(const std::string& key) {
 
 #ifndef D5_HAVE_YAML
 Recipe parse_recipe(const std::string&, const std::string& source) {
-  D5_THROW(Unimplemented, "recipe {}: this d5 was built without yaml-cpp, so it cannot read recipes (Debian: "
+  D5_THROW(NotBuilt, "recipe {}: this d5 was built without yaml-cpp, so it cannot read recipes (Debian: "
            "libyaml-cpp-dev, then rebuild)", source);
 }
 #endif

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "deep500/core/backend.h"
+#include "deep500/core/build_info.h"
 #include "deep500/core/error.h"
 #include "deep500/core/registry.h"
 
@@ -70,11 +72,19 @@ std::vector<std::string> executor_backends() { return executors().names(); }
 
 std::unique_ptr<GraphExecutor> make_executor(Network& network, const std::string& backend,
                                              const ExecutorOptions& options) {
-  // Not a typo but a backend this binary was built without: Unimplemented, not InvalidArgument.
+  // A backend left out of this build (rebuild with it), a built backend without an executor, or
+  // a name deep500 does not have (a typo): three answers, three exit codes.
   const auto factory = executors().find(backend);
-  if (!factory)
-    throw Unimplemented(fmt::format("no graph executor for backend '{}' in this binary (executors: {})", backend,
-                                    executors().known()));
+  if (!factory) {
+    if (is_not_built_backend(backend))
+      throw NotBuilt(fmt::format("this d5 was built without the {} backend, so it has no {} executor; install its "
+                                 "dependency and reconfigure (docs/building.md; executors here: {})",
+                                 backend, backend, executors().known()));
+    if (find_backend(backend))
+      throw Unimplemented(fmt::format("backend '{}' has no graph executor yet (executors: {})", backend,
+                                      executors().known()));
+    throw InvalidArgument(fmt::format("no backend '{}' (executors: {})", backend, executors().known()));
+  }
   return (*factory)(network, options);
 }
 

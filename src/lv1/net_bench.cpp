@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "deep500/core/backend.h"
+#include "deep500/core/build_info.h"
 #include "deep500/core/error.h"
 #include "deep500/net/executor_metrics.h"
 #include "deep500/net/executor_validation.h"
@@ -112,10 +114,17 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
     return c;
   };
 
+  // A backend this build left out is skipped with the reason; a name deep500 does not have is a
+  // usage error, never a skip; a built backend without an executor is UNIMPLEMENTED (below).
   const auto known = executor_backends();
-  if (std::find(known.begin(), known.end(), backend) == known.end())
-    return finish(CaseState::Skipped, fmt::format("no executor '{}' in this binary (executors: {})", backend,
-                                                  fmt::join(known, ", ")));
+  if (std::find(known.begin(), known.end(), backend) == known.end()) {
+    if (is_not_built_backend(backend))
+      return finish(CaseState::Skipped, fmt::format("this d5 was built without the {} backend, so it has no {} "
+                                                    "executor (docs/building.md)",
+                                                    backend, backend));
+    if (!find_backend(backend))
+      throw InvalidArgument(fmt::format("no backend '{}' (executors: {})", backend, fmt::join(known, ", ")));
+  }
   std::unique_ptr<GraphExecutor> ex;
   try {
     ExecutorOptions eo;

@@ -13,7 +13,7 @@ void set_mpi_watchdog_timeout(double /*seconds*/) {}
 double mpi_watchdog_timeout() { return 0; }
 
 std::shared_ptr<Communicator> mpi_world() {
-  D5_THROW(Unimplemented, "this d5 was built without MPI; install libopenmpi-dev and openmpi-bin (or MPICH) and "
+  D5_THROW(NotBuilt, "this d5 was built without MPI; install libopenmpi-dev and openmpi-bin (or MPICH) and "
            "rebuild with -DD5_WITH_MPI=ON");
 }
 

@@ -21,6 +21,7 @@ int exit_code_for(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::InvalidArgument: return kExitUsage;
     case ErrorKind::Unimplemented: return kExitUnimplemented;
+    case ErrorKind::NotBuilt: return kExitNotBuilt;
     case ErrorKind::FormatError:
     case ErrorKind::IoError: return kExitIo;
     case ErrorKind::Internal: return kExitInternal;

@@ -14,6 +14,7 @@ namespace d5 {
 using nlohmann::json;
 
 namespace {
+
 std::vector<std::string> g_command_line;
 std::string g_start_time;
 
@@ -106,6 +107,7 @@ json make_manifest(const ExperimentSettings& settings) {
       {"build_type", b.build_type},
       {"libraries", libraries},
       {"backends", backend_list},
+      {"backends_not_built", not_built_backends()},
       {"cpu", cpu_json(cpu)},
       {"memory_bytes", cpu.memory_bytes},
       {"gpus", gpus},

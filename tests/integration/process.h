@@ -12,6 +12,11 @@
 
 namespace d5::test {
 
+// d5's exit codes as docs/cli.md promises them to scripts: these tests hold the binary to that
+// contract from outside, so they restate it rather than include the library's header.
+constexpr int kExitUsage = 2;     // bad usage, a misspelt name
+constexpr int kExitNotBuilt = 6;  // a backend or library this binary was built without
+
 struct ProcessResult {
   int exit_code = -1;  // -1 when killed by a signal (a crash)
   int signal = 0;

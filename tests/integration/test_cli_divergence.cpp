@@ -33,7 +33,7 @@ TEST(CliDivergence, ReferenceAdamStaysCloseToTorchAdam) {
   const auto file = (dir / "adam.json").string();
   const auto r = run_d5({"divergence", "--model", "mlp", "--optimizer", "adam", "--steps", "3", "--batch", "4",
                          "--lr", "0.01", "--per-param", "--format", "json", "-o", file});
-  if (r.exit_code == 3) GTEST_SKIP() << "this build has no torch backend: " << r.err;
+  if (r.exit_code == kExitNotBuilt) GTEST_SKIP() << "this build has no torch backend: " << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   std::ifstream in(file);
   const auto j = nlohmann::json::parse(in);

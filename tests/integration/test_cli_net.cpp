@@ -59,7 +59,7 @@ TEST(CliNet, PlainLayoutsSwitchOffNativeLayoutsOnTheOneDnnExecutor) {
                                       "--format", "json"};
     if (plain) args.push_back("--plain-layouts");
     const auto r = run_d5(args);
-    if (r.exit_code == 3 || r.out.find("SKIPPED") != std::string::npos) GTEST_SKIP() << "no oneDNN executor";
+    if (r.exit_code == kExitNotBuilt || r.out.find("SKIPPED") != std::string::npos) GTEST_SKIP() << "no oneDNN executor";
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
     const auto c = nlohmann::json::parse(r.out)["cases"][0];
     if (c["state"] == "SKIPPED") GTEST_SKIP() << "no oneDNN executor";
@@ -202,10 +202,10 @@ TEST(CliNet, BadModelsAndExecutorsAreNamed) {
   const auto unknown = run_d5({"net", "no-such-model"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("no-such-model"), std::string::npos) << unknown.err;
-  const auto skipped = run_d5({"net", "lenet5", "--backend", "nope", "--format", "json"});
-  ASSERT_EQ(skipped.exit_code, 0) << skipped.err;
-  const auto j = nlohmann::json::parse(skipped.out);
-  EXPECT_EQ(j["cases"][0]["state"], "SKIPPED");
+  // A misspelt backend is a usage error (exit 2), never "not built" (exit 6), which tests skip on.
+  const auto misspelt = run_d5({"net", "lenet5", "--backend", "onednnn", "--format", "json"});
+  EXPECT_EQ(misspelt.exit_code, kExitUsage) << misspelt.err << misspelt.out;
+  EXPECT_NE(misspelt.err.find("no backend 'onednnn'"), std::string::npos) << misspelt.err;
   const auto no_loss = run_d5({"net", "lenet5", "--mode", "train-step", "--loss", "nothing"});
   EXPECT_EQ(no_loss.exit_code, 2);
   EXPECT_NE(no_loss.err.find("loss 'nothing'"), std::string::npos) << no_loss.err;

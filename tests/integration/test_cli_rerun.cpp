@@ -63,7 +63,7 @@ TEST_F(CliRerun, DeterministicTrainingIsBitwiseIdenticalOnEveryExecutor) {
       const std::string out = dir_.file(backend + "-" + std::to_string(i) + ".json");
       const std::string model = dir_.file(backend + "-" + std::to_string(i) + ".onnx");
       const auto r = run_d5(train(backend, out, {"--save-model", model}));
-      if (r.exit_code == 3) GTEST_SKIP() << backend << " not built: " << r.err;
+      if (r.exit_code == kExitNotBuilt) GTEST_SKIP() << backend << " not built: " << r.err;
       ASSERT_EQ(r.exit_code, 0) << r.err;
       results.push_back(load(out));
       models.push_back(model);

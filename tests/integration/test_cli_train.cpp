@@ -108,7 +108,7 @@ TEST_F(CliTrain, ResumedRunEqualsTheUninterruptedOne) {
 
 TEST_F(CliTrain, TrainsAClassifierFromAnOnnxFile) {
   auto r = run_d5({"models", "export", "lenet5", "--batch", "32", "-o", path("lenet.onnx")});
-  if (r.exit_code == 3) GTEST_SKIP() << "built without ONNX support";
+  if (r.exit_code == kExitNotBuilt) GTEST_SKIP() << "built without ONNX support";
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   r = run_d5(with(lenet_args({"--steps", "8", "--format", "json"}), "--model", path("lenet.onnx")));
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;

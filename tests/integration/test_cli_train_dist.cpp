@@ -98,7 +98,7 @@ TEST_F(CliTrainDist, EverySchemeOnTwoRanksEqualsOneProcessWithTheGlobalBatch) {
 // reduced after backprop (overlapping them crashed); two ranks still equal one process.
 TEST_F(CliTrainDist, DsgdOnTheTorchExecutorEqualsOneProcess) {
   auto r = run_d5(train_args(16, 12, {"--backend", "torch", "--save-model", path("one.onnx")}));
-  if (r.exit_code == 3) GTEST_SKIP() << "no torch backend: " << r.err;
+  if (r.exit_code == kExitNotBuilt) GTEST_SKIP() << "no torch backend: " << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = mpirun(2, train_args(8, 12, {"--backend", "torch", "--dist", "dsgd", "--save-model", path("dsgd.onnx")}));
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;

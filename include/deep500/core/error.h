@@ -8,7 +8,9 @@
 
 namespace d5 {
 
-enum class ErrorKind { InvalidArgument, Unimplemented, FormatError, IoError, Internal };
+// NotBuilt: a backend or library this binary was built without (rebuilding with it would work);
+// Unimplemented: what no build of deep500 does, or a built backend refuses.
+enum class ErrorKind { InvalidArgument, Unimplemented, NotBuilt, FormatError, IoError, Internal };
 
 std::string_view to_string(ErrorKind kind);
 
@@ -27,6 +29,14 @@ struct InvalidArgument : Error {
 };
 struct Unimplemented : Error {
   explicit Unimplemented(const std::string& m) : Error(ErrorKind::Unimplemented, m) {}
+
+ protected:
+  Unimplemented(ErrorKind kind, const std::string& m) : Error(kind, m) {}
+};
+// An Unimplemented (code that catches refusals catches it too) whose message names the build
+// option or package that brings the missing part. Tests skip on it and on nothing else.
+struct NotBuilt : Unimplemented {
+  explicit NotBuilt(const std::string& m) : Unimplemented(ErrorKind::NotBuilt, m) {}
 };
 struct FormatError : Error {
   explicit FormatError(const std::string& m) : Error(ErrorKind::FormatError, m) {}

@@ -13,6 +13,7 @@ enum ExitCode : int {
   kExitUnimplemented = 3,  // UNIMPLEMENTED
   kExitIo = 4,             // IoError or FormatError (missing file, corrupt input), a lost MPI rank
   kExitInternal = 5,       // a bug in deep500
+  kExitNotBuilt = 6,       // NotBuilt: a backend or library this binary was built without
 };
 
 // The worst state wins: FAILED or MISTRUSTED over UNIMPLEMENTED over the rest.

@@ -160,7 +160,7 @@ std::vector<DownloadedFile> download_dataset(const std::string& name, const Down
                "split '{}' is not train, test or all", options.split);
 #ifndef D5_HAVE_CURL
   (void)set;
-  D5_THROW(Unimplemented,
+  D5_THROW(NotBuilt,
            "this d5 was built without libcurl, so it cannot download '{}'; install libcurl4-openssl-dev (Debian) and "
            "configure again, or copy the files into '{}' yourself",
            name, options.dir.empty() ? default_data_dir(name) : options.dir);

@@ -117,12 +117,12 @@ std::vector<uint8_t> encode_jpeg(const RgbImage& image, int quality) {
 bool jpeg_available() { return false; }
 
 RgbImage decode_jpeg(std::span<const uint8_t>, const std::string& what) {
-  D5_THROW(Unimplemented, "cannot decode JPEG '{}': deep500 was built without TurboJPEG (install libturbojpeg0-dev "
+  D5_THROW(NotBuilt, "cannot decode JPEG '{}': deep500 was built without TurboJPEG (install libturbojpeg0-dev "
            "and reconfigure)", what);
 }
 
 std::vector<uint8_t> encode_jpeg(const RgbImage&, int) {
-  D5_THROW(Unimplemented, "cannot encode JPEG: deep500 was built without TurboJPEG (install libturbojpeg0-dev and "
+  D5_THROW(NotBuilt, "cannot encode JPEG: deep500 was built without TurboJPEG (install libturbojpeg0-dev and "
            "reconfigure)");
 }
 

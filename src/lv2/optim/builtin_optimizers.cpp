@@ -28,9 +28,9 @@ void register_builtin_optimizers() {
       const std::string twin = std::string("torch-") + t;
       register_optimizer(twin, fmt::format("torch::optim twin of {} (needs the torch backend)", t),
                          [twin](const Hyperparameters&) -> std::unique_ptr<Optimizer> {
-                           throw Unimplemented(fmt::format(
+                           throw NotBuilt(fmt::format(
                                "optimizer '{}' needs the torch backend, which this build of deep500 does not "
-                               "have (configure with LibTorch installed)",
+                               "have (install libtorch-dev and reconfigure)",
                                twin));
                          });
     }

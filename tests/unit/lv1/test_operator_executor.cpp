@@ -5,6 +5,7 @@
 
 #include "deep500/backends/builtin.h"
 #include "deep500/core/backend.h"
+#include "deep500/core/build_info.h"
 #include "deep500/core/error.h"
 #include "deep500/op/native_op.h"
 #include "deep500/op/op_registry.h"
@@ -68,7 +69,22 @@ TEST_F(OperatorExecutorTest, RegisteredExecutorsAreMadeByName) {
   Network net = test::mlp(2, 3, 4, 2);
   auto ex = make_executor(net, "reference");
   EXPECT_EQ(ex->backend(), "reference");
-  EXPECT_THROW(make_executor(net, "no-such-backend"), Unimplemented);
+  // A name deep500 does not have is a usage error, a built backend without an executor an
+  // Unimplemented, a backend this build left out a NotBuilt (docs/cli.md#exit-codes).
+  EXPECT_THROW(make_executor(net, "no-such-backend"), InvalidArgument);
+  BackendInfo noexec;
+  noexec.name = "no-executor-backend";
+  register_backend(noexec);
+  try {
+    make_executor(net, "no-executor-backend");
+    FAIL() << "an executor appeared";
+  } catch (const Unimplemented& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unimplemented) << e.what();
+  }
+  for (const char* name : {"torch", "onednn", "cuda"}) {
+    if (!is_not_built_backend(name)) continue;
+    EXPECT_THROW(make_executor(net, name), NotBuilt) << name;
+  }
 }
 
 // Records every event as one line.
