@@ -1,15 +1,19 @@
 #pragma once
 // Pieces the operator benchmarks in bench/ share: argument parsing, the two timing loops that
-// are compared (d5's runner and a hand-written one), ratio summaries and result cases.
+// are compared (d5's runner and a hand-written one, on the host's clock or a device's), ratio
+// summaries and result cases.
 #include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "deep500/core/device.h"
+#include "deep500/core/device_allocator.h"
 #include "deep500/core/error.h"
 #include "deep500/metrics/results.h"
 #include "deep500/metrics/runner.h"
@@ -79,16 +83,72 @@ inline std::vector<double> hand_loop(const std::function<void()>& f, int runs) {
   return t;
 }
 
-// d5's runner with exactly `runs` runs and no warm-up, so both loops do the same work.
-inline std::vector<double> harness_runs(const std::function<void()>& f, int runs) {
-  MetricSet metrics;
-  metrics.add(std::make_unique<WallTime>());
+// Exactly `runs` runs and no warm-up, so that d5's runner does the hand loop's work.
+inline RunSettings fixed_runs(int runs) {
   RunSettings s;
   s.warmup_runs = 0;
   s.min_runs = s.max_runs = runs;
   s.target_ci_ratio = 1e-12;
   s.max_seconds = 1e9;
-  run_measured(f, metrics, s);
+  return s;
+}
+
+// d5's runner with exactly `runs` runs and no warm-up, so both loops do the same work.
+inline std::vector<double> harness_runs(const std::function<void()>& f, int runs) {
+  MetricSet metrics;
+  metrics.add(std::make_unique<WallTime>());
+  run_measured(f, metrics, fixed_runs(runs));
+  return metrics[0].samples();
+}
+
+// One call on a device, timed as deep500's operator benchmark times it (src/lv0/op_bench.cpp,
+// DeviceRun): the device's caches flushed, so that every call reads its operands from memory;
+// the call bracketed by the device's own timer (CUDA events on its stream), which leaves out the
+// host's launch and wait; then the device synchronised, so that no call overlaps the next.
+class DeviceTimedCall {
+ public:
+  explicit DeviceTimedCall(Device d) : alloc_(&allocator_for(d)), index_(d.index), timer_(alloc_->make_timer(d.index)) {
+    D5_CHECK(timer_ != nullptr, InvalidArgument, "{} has no clock of its own to time calls with", d.to_string());
+    flush_ = alloc_->flush_caches(index_);
+  }
+  std::string describe() const {
+    return flush_ ? "the call alone; the device's caches flushed before each run" : "the call alone; caches warm";
+  }
+  void operator()(const std::function<void()>& call) {
+    if (flush_) alloc_->flush_caches(index_);
+    timer_->start();
+    call();
+    timer_->stop();
+    seconds = timer_->seconds();
+    alloc_->synchronize(index_);
+  }
+  double seconds = 0;  // of the last call, on the device's clock
+
+ private:
+  DeviceAllocator* alloc_;
+  int32_t index_;
+  std::unique_ptr<DeviceTimer> timer_;
+  bool flush_ = false;
+};
+
+// The hand loop on a device: `f` only queues its work; each run is the device's time for it.
+inline std::vector<double> hand_device_loop(const std::function<void()>& f, int runs, DeviceTimedCall& timed) {
+  std::vector<double> t;
+  t.reserve(static_cast<size_t>(runs));
+  for (int i = 0; i < runs; ++i) {
+    timed(f);
+    t.push_back(timed.seconds);
+  }
+  return t;
+}
+
+// d5's runner around the same device-timed call, with the DeviceTime metric first, as the
+// operator benchmark measures a device operator; its samples are the device's times.
+inline std::vector<double> harness_device_runs(const std::function<void()>& f, int runs, DeviceTimedCall& timed) {
+  MetricSet metrics;
+  metrics.add(std::make_unique<DeviceTime>(&timed.seconds, timed.describe()));
+  metrics.add(std::make_unique<WallTime>());
+  run_measured([&] { timed(f); }, metrics, fixed_runs(runs));
   return metrics[0].samples();
 }
 

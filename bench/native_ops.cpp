@@ -14,6 +14,9 @@
 #ifdef D5_HAVE_TORCH
 #include <ATen/ATen.h>
 #endif
+#ifdef D5_HAVE_CUDA
+#include "native_cuda.h"
+#endif
 
 namespace d5::bench {
 
@@ -197,20 +200,27 @@ std::vector<std::string> native_libraries() {
 #ifdef D5_HAVE_TORCH
   out.push_back("torch");
 #endif
+#ifdef D5_HAVE_CUDA
+  out.push_back("cuda");
+#endif
   return out;
 }
 
 std::optional<NativeCall> make_native_call(const std::string& library, const Problem& p,
-                                           const std::vector<Tensor>& inputs, std::string* why, NativeLayout layout) {
+                                           const std::vector<Tensor>& inputs, std::string* why,
+                                           const NativeMatch& match) {
 #ifdef D5_HAVE_ONEDNN
-  if (library == "onednn") return onednn_call(p, inputs, layout, why);
+  if (library == "onednn") return onednn_call(p, inputs, match.layout, why);
 #endif
 #ifdef D5_HAVE_TORCH
   if (library == "torch") return torch_call(p, inputs, why);
 #endif
+#ifdef D5_HAVE_CUDA
+  if (library == "cuda") return cuda_native_call(p, inputs, match, why);
+#endif
   (void)p;
   (void)inputs;
-  (void)layout;
+  (void)match;
   *why = fmt::format("native library '{}' is not built into this program", library);
   return std::nullopt;
 }

@@ -1,6 +1,7 @@
 #pragma once
-// Native library calls for suite problems, written directly against oneDNN and ATen without any
-// deep500 operator in between: the "hand-written" side of the operator benchmarks.
+// Native library calls for suite problems, written directly against oneDNN, ATen, cuBLAS and cuDNN
+// without any deep500 operator in between: the "hand-written" side of the operator benchmarks.
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -11,12 +12,14 @@
 namespace d5::bench {
 
 struct NativeCall {
-  std::function<void()> run;         // one forward computation
-  std::function<Tensor()> result;    // output of the last run, as a deep500 tensor
+  // One forward computation. On the host it returns when the result is there; on a GPU ("cuda")
+  // it only queues the work on the device's stream, and the caller synchronises.
+  std::function<void()> run;
+  std::function<Tensor()> result;    // output of the last run, as a deep500 tensor on the host
   std::string implementation;        // "onednn:jit:avx512_core (matmul)", "aten::matmul"
 };
 
-// Libraries compiled into this program: "onednn" and/or "torch".
+// Libraries compiled into this program: "onednn", "torch" and/or "cuda".
 std::vector<std::string> native_libraries();
 
 enum class NativeLayout {
@@ -26,11 +29,29 @@ enum class NativeLayout {
   Best,      // oneDNN picks its formats; inputs are reordered once, before any timed call
 };
 
-// GEMM and convolution problems (from DeepBench-style suites). Plain inputs are borrowed, not
-// copied: they must outlive the call. nullopt with the reason when the library is not built or
-// the problem kind is not covered. ATen chooses its formats itself, so `layout` is oneDNN's only.
+// What a native call must match of the deep500 operator it is compared with.
+struct NativeMatch {
+  // oneDNN's only: ATen chooses its formats itself, and cuDNN is handed plain NCHW.
+  NativeLayout layout = NativeLayout::Plain;
+  // The operator's implementation(): the cuDNN forward algorithm it chose ("fwd=NAME") is read
+  // from it, so that both sides run the same kernel.
+  std::string d5_implementation;
+  int32_t device_index = 0;  // the CUDA device the operator runs on
+};
+
+// GEMM and convolution problems (from DeepBench-style suites). Plain host inputs are borrowed,
+// not copied, by the host libraries: they must outlive the call; "cuda" copies them to device
+// buffers of its own once, here. nullopt with the reason when the library is not built or the
+// problem is not covered.
 std::optional<NativeCall> make_native_call(const std::string& library, const Problem& p,
                                            const std::vector<Tensor>& inputs, std::string* why,
-                                           NativeLayout layout = NativeLayout::Plain);
+                                           const NativeMatch& match);
+inline std::optional<NativeCall> make_native_call(const std::string& library, const Problem& p,
+                                                  const std::vector<Tensor>& inputs, std::string* why,
+                                                  NativeLayout layout = NativeLayout::Plain) {
+  NativeMatch match;
+  match.layout = layout;
+  return make_native_call(library, p, inputs, why, match);
+}
 
 }  // namespace d5::bench

@@ -56,10 +56,38 @@ if(NOT D5_WITH_MPI STREQUAL "OFF")
 endif()
 d5_resolve_dependency(D5_WITH_MPI MPI_CXX_FOUND "libopenmpi-dev openmpi-bin")
 
+# The CUDA backend needs the toolkit's compiler (its kernels are .cu sources), cuBLAS and cuDNN 9.
+# NVML is not linked: the backend loads it from the driver at run time (src/backends/cuda/nvml.h).
+set(D5_CUDA_FOUND OFF)
 if(NOT D5_WITH_CUDA STREQUAL "OFF")
   find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND)
+    if(NOT CMAKE_CUDA_COMPILER AND CUDAToolkit_NVCC_EXECUTABLE)
+      set(CMAKE_CUDA_COMPILER "${CUDAToolkit_NVCC_EXECUTABLE}")
+    endif()
+    include(CheckLanguage)
+    check_language(CUDA)
+    find_path(D5_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+    find_library(D5_CUDNN_LIBRARY NAMES cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})
+    if(CMAKE_CUDA_COMPILER AND D5_CUDNN_INCLUDE_DIR AND D5_CUDNN_LIBRARY AND TARGET CUDA::cublas)
+      set(D5_CUDA_FOUND ON)
+    endif()
+  endif()
 endif()
-d5_resolve_dependency(D5_WITH_CUDA CUDAToolkit_FOUND "a CUDA toolkit (nvcc, cudart)")
+d5_resolve_dependency(D5_WITH_CUDA D5_CUDA_FOUND "a CUDA toolkit 12 or 13 (nvcc, cudart, cuBLAS) and cuDNN 9")
+if(D5_HAVE_CUDA)
+  # Ampere and Hopper machine code, and Hopper's PTX for later GPUs; set CMAKE_CUDA_ARCHITECTURES
+  # to build for others ("native" for the GPU of the build machine).
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES "80-real;90" CACHE STRING "GPU architectures of the CUDA backend")
+  endif()
+  enable_language(CUDA)
+  add_library(D5::cudnn UNKNOWN IMPORTED)
+  set_target_properties(D5::cudnn PROPERTIES IMPORTED_LOCATION "${D5_CUDNN_LIBRARY}"
+                        INTERFACE_INCLUDE_DIRECTORIES "${D5_CUDNN_INCLUDE_DIR}")
+  file(STRINGS "${D5_CUDNN_INCLUDE_DIR}/cudnn_version.h" _v REGEX "#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) ")
+  string(REGEX REPLACE ".*MAJOR ([0-9]+).*MINOR ([0-9]+).*PATCHLEVEL ([0-9]+).*" "\\1.\\2.\\3" D5_CUDNN_VERSION "${_v}")
+endif()
 
 # ONNX and protobuf: model and tensor I/O (d5_onnx), the conformance runner, Level 1.
 # Debian's onnx_proto target links protobuf::libprotobuf, so both must be found.
@@ -83,6 +111,7 @@ endif()
 if(D5_HAVE_CUDA)
   list(APPEND D5_BACKENDS cuda)
   d5_record_library(cuda "${CUDAToolkit_VERSION}")
+  d5_record_library(cudnn "${D5_CUDNN_VERSION}")
 endif()
 if(D5_HAVE_MPI)
   d5_record_library(mpi "${MPI_CXX_VERSION}")

@@ -36,6 +36,7 @@ struct GlobalOptions {
   int threads = 0;
   uint64_t seed = 0x5eed;
   bool deterministic = false;
+  std::string math = "strict";
   std::string malloc = "system";
 };
 ExperimentSettings settings_from(const GlobalOptions& g);

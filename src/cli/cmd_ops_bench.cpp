@@ -31,6 +31,7 @@ struct BenchOpts {
   bool list = false;
   int64_t limit = 0;
   double min_time = 0.2, max_time = 5;
+  bool no_flush = false;
   int64_t max_memory = -1;  // -1: a quarter of physical memory
 };
 
@@ -81,6 +82,7 @@ int run_bench(const BenchOpts& o, const GlobalOptions& g) {
   OpBenchOptions bo;
   bo.mode = parse_bench_mode(o.mode);
   bo.min_time = o.min_time;
+  bo.flush_device_caches = !o.no_flush;
   bo.max_time = o.max_time;
   bo.max_memory = o.max_memory >= 0 ? o.max_memory : cpu_info().memory_bytes / 4;
   // Measured before any case, so no case's leftovers (caches, clocks) are in it.
@@ -114,6 +116,7 @@ int run_bench(const BenchOpts& o, const GlobalOptions& g) {
       {"mode", o.mode},
       {"backends", names},
       {"min_time_s", o.min_time},
+      {"flush_device_caches", !o.no_flush},
       {"max_time_s", o.max_time},
       {"max_memory_bytes", bo.max_memory}};
   emit(res, o.out);
@@ -136,6 +139,8 @@ void register_ops_bench(CLI::App& ops, const GlobalOptions& g, std::vector<Comma
   bench->add_option("--limit", o->limit, "Only the first N problems (after --filter); 0 = all")
       ->check(CLI::NonNegativeNumber);
   bench->add_option("--filter", o->filter, "Only problems whose name matches this regular expression (ECMAScript)");
+  bench->add_flag("--no-flush", o->no_flush,
+                  "Keep a GPU's L2 cache warm between timed runs (by default it is flushed before each run)");
   bench->add_option("--min-time", o->min_time, "Seconds of measured runs per case at least (never fewer than 6 runs)")
       ->check(CLI::PositiveNumber)
       ->default_val(0.2);

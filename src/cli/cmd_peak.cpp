@@ -1,5 +1,6 @@
-// d5 peak: this machine's measured f32 FMA rate (all threads and one) and memory bandwidth, the
-// figures `d5 ops bench` divides by. Not part of `d5 info`, which stays instant: measuring takes
+// d5 peak: this machine's measured f32 FMA rate (all threads and one) and memory bandwidth, and
+// those of its GPU (f32 FMA, bf16 tensor cores, device-memory copy) when the CUDA backend is built
+// and a GPU is present: the figures `d5 ops bench` divides by. Not part of `d5 info`, which stays instant: measuring takes
 // about a second.
 #include <optional>
 
@@ -8,6 +9,7 @@
 #include "cli_common.h"
 #include "deep500/core/error.h"
 #include "deep500/metrics/manifest.h"
+#include "deep500/metrics/device_peak.h"
 #include "deep500/metrics/peak.h"
 #include "deep500/core/threads.h"
 
@@ -40,6 +42,15 @@ Command register_peak(CLI::App& app, const GlobalOptions& g) {
             res.manifest = make_manifest(settings_from(g));
             res.manifest["extra"] = {{"peak", to_json(p)}};
             for (const auto* m : {&p.fma_all_threads, &p.fma_one_thread, &p.triad}) res.cases.push_back(to_case(*m));
+            // Each GPU a backend of this build can measure: its FMA, tensor-core and copy rates.
+            if (has_device_peak_measurer(DeviceKind::cuda) && !gpu_info().empty()) {
+              const DevicePeak& gp = device_peak(Device::cuda(0));
+              res.manifest["extra"]["device_peaks"] = nlohmann::json::array({to_json(gp)});
+              for (PeakMeasurement m : gp.measurements) {
+                m.name = gp.device.to_string() + " " + m.name;
+                res.cases.push_back(to_case(m));
+              }
+            }
             emit(res, o->out);
             return kExitOk;
           }};

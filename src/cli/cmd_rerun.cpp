@@ -119,6 +119,7 @@ int run_rerun(const RerunOpts& o, const GlobalOptions& g) {
     rg.seed = manifest.at("seeds").at("master").get<uint64_t>();
     rg.threads = manifest.contains("threads") ? manifest["threads"].value("requested", 0) : 0;
     rg.deterministic = deterministic;
+    rg.math = manifest.value("f32_math", std::string("strict"));
     RecipeRunOptions ro;
     ro.results_dir = into;
     const ExecutedRecipe done =

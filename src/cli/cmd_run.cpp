@@ -81,6 +81,10 @@ std::vector<PlannedRun> plan_with_globals(const Recipe& recipe, const std::vecto
     std::vector<std::string> globals;
     if (g.threads > 0 && !r.params.contains("threads")) globals = {"--threads", std::to_string(g.threads)};
     if (g.deterministic && !r.params.contains("deterministic")) globals.push_back("--deterministic");
+    if (g.math != "strict" && !r.params.contains("math")) {
+      globals.push_back("--math");
+      globals.push_back(g.math);
+    }
     r.args.insert(r.args.begin(), globals.begin(), globals.end());
   }
   return runs;

@@ -9,6 +9,7 @@
 #include "deep500/core/build_info.h"
 #include "deep500/core/determinism.h"
 #include "deep500/core/error.h"
+#include "deep500/core/math_mode.h"
 #include "deep500/metrics/exit_codes.h"
 #include "deep500/core/malloc_policy.h"
 #include "deep500/metrics/manifest.h"
@@ -68,6 +69,10 @@ int main(int argc, char** argv) {
   app.add_flag("--deterministic", global.deterministic,
                "Deterministic algorithms and reductions: two runs give bitwise-identical outputs "
                "(docs/reproducibility.md)");
+  app.add_option("--math", global.math,
+                 "strict: f32 matrix products exact; tf32: GPU backends may round their operands to "
+                 "TensorFloat-32 on tensor cores (docs/cuda.md#tf32)")
+      ->check(CLI::IsMember({"strict", "tf32"}));
   app.add_option("--malloc", global.malloc,
                  "system: the C library's allocator as it comes; keep: serve every size from the heap and never "
                  "give freed memory back, so steps do not pay page faults by the luck of free order (docs/malloc.md)")
@@ -86,6 +91,7 @@ int main(int argc, char** argv) {
     d5::register_builtin_backends();
     d5::set_num_threads(global.threads);
     d5::set_deterministic(global.deterministic);
+    d5::set_f32_math(d5::parse_f32_math(global.math));
     d5::set_malloc_policy(d5::parse_malloc_policy(global.malloc));
     for (const auto& c : commands)
       if (c.app->parsed()) return c.run();

@@ -58,7 +58,7 @@ void add_result_file_options(std::vector<std::string>& args, const std::string& 
 const char* to_string(Division d) { return d == Division::Closed ? "closed" : "open"; }
 
 bool is_global_option(const std::string& key) {
-  return key == "threads" || key == "deterministic" || key == "malloc";
+  return key == "threads" || key == "deterministic" || key == "math" || key == "malloc";
 }
 
 #ifndef D5_HAVE_YAML

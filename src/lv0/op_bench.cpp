@@ -18,6 +18,8 @@
 #include "deep500/metrics/runner.h"
 #include "deep500/metrics/standard_metrics.h"
 #include "deep500/core/threads.h"
+#include "deep500/core/device_allocator.h"
+#include "deep500/metrics/device_peak.h"
 #include "deep500/metrics/timer.h"
 
 namespace d5 {
@@ -192,7 +194,48 @@ RunSettings sized_runs(const std::function<void()>& workload, const OpBenchOptio
   return s;
 }
 
-// GFLOP/s, the fraction of the peak, GB/s: each from the wall-time samples, run by run.
+// How a timed run of an operator on another device is bracketed: its caches flushed first (unless
+// asked not to: a warm cache is not what a layer of a real network sees), the device's own timer
+// around the call alone, and the run over when the device is done. On the host: the call, as is.
+class DeviceRun {
+ public:
+  DeviceRun(Device d, bool flush) : device_(d) {
+    if (d.kind == DeviceKind::cpu) return;
+    alloc_ = &allocator_for(d);
+    timer_ = alloc_->make_timer(d.index);
+    flush_ = flush && alloc_->flush_caches(d.index);
+  }
+  bool timed() const { return timer_ != nullptr; }
+  std::string describe() const {
+    if (!timer_) return "wall time, the device synchronised after each run";
+    return flush_ ? "the call alone; the device's caches flushed before each run" : "the call alone; caches warm";
+  }
+  template <typename F>
+  void operator()(F&& call) {
+    if (!alloc_) {
+      call();
+      return;
+    }
+    if (flush_) alloc_->flush_caches(device_.index);
+    if (timer_) timer_->start();
+    call();
+    if (timer_) {
+      timer_->stop();
+      seconds = timer_->seconds();
+    }
+    alloc_->synchronize(device_.index);
+  }
+  double seconds = 0;  // of the last run, on the device's clock
+
+ private:
+  Device device_;
+  DeviceAllocator* alloc_ = nullptr;
+  std::unique_ptr<DeviceTimer> timer_;
+  bool flush_ = false;
+};
+
+// GFLOP/s, the fraction of the peak, GB/s: each from the first metric's samples (the device's
+// time where it has a clock, else wall time), run by run.
 void add_rates(std::vector<MetricRecord>& metrics, const std::vector<double>& seconds, double flops, double bytes,
                double peak_gflops) {
   if (flops > 0) {
@@ -237,34 +280,42 @@ CaseResult bench_problem(ProblemContext& ctx, const std::string& backend, const 
       return finish(CaseState::Unimplemented, e.what());
     }
     c.extra["implementation"] = op->implementation();
-    const auto& inputs = ctx.inputs();
+    // An operator of another device (a GPU) gets its tensors there once, before anything is
+    // timed, and each run is timed there (DeviceRun).
+    const Device dev = op->device();
+    const std::vector<Tensor> inputs = to_device(ctx.inputs(), dev);
     std::vector<Tensor> outputs;
-    for (const auto& d : op->output_descs()) outputs.push_back(Tensor::uninitialized(d));
+    for (const auto& d : op->output_descs()) outputs.push_back(Tensor::uninitialized(d, dev));
     op->forward(inputs, outputs);
+    DeviceRun on_device(dev, o.flush_device_caches);
+    if (dev.kind != DeviceKind::cpu) {
+      c.extra["device"] = dev.to_string();
+      c.extra["timing"] = on_device.describe();
+    }
 
     std::string why;
     if (o.mode != BenchMode::Perf) {
       const auto* ref = ctx.reference_outputs(&why);
       if (!ref) return finish(CaseState::Unimplemented, "cannot check without the reference: " + why);
-      const ForwardCheckResult r = check_forward(*op, p, inputs, *ref);
+      const ForwardCheckResult r = check_forward(*op, p, ctx.inputs(), *ref);
       c.extra["check"] = r.extra;
       if (r.state != CaseState::Passed) return finish(r.state, r.detail);
     }
 
     std::vector<Tensor> gy, grads;
-    std::function<void()> workload = [&] { op->forward(inputs, outputs); };
+    std::function<void()> workload = [&] { on_device([&] { op->forward(inputs, outputs); }); };
     double flops = op->flops(), bytes = op->bytes();
     if (o.mode == BenchMode::Grad) {
       if (!op->has_gradient()) return finish(CaseState::Unimplemented, "no gradient: " + op->no_gradient_reason());
-      gy = ctx.upstream_gradients(op->output_descs());
+      gy = to_device(ctx.upstream_gradients(op->output_descs()), dev);
       grads = op->run_backward(gy, inputs, outputs);
       const auto* ref_grads = ctx.reference_gradients(&why);
       if (!ref_grads) return finish(CaseState::Unimplemented, "cannot check gradients without the reference: " + why);
-      if (auto bad = compare_gradients(grads, *ref_grads, op->differentiable_inputs(), p.spec.type,
-                                       p.backward_reduction);
+      if (auto bad = compare_gradients(to_device(grads, Device::cpu()), *ref_grads, op->differentiable_inputs(),
+                                       p.spec.type, p.backward_reduction);
           !bad.empty())
         return finish(CaseState::Failed, bad);
-      workload = [&] { op->backward(gy, inputs, outputs, grads); };
+      workload = [&] { on_device([&] { op->backward(gy, inputs, outputs, grads); }); };
       flops = op->backward_flops();
       bytes = 0;  // read: inputs, outputs' gradients; written: inputs' gradients
       for (const auto& t : inputs) bytes += static_cast<double>(t.bytes());
@@ -276,12 +327,18 @@ CaseResult bench_problem(ProblemContext& ctx, const std::string& backend, const 
     c.extra["bytes"] = bytes;
 
     MetricSet metrics;
+    // The first metric drives the stopping rule and the rates: the device's clock where it has one.
+    if (on_device.timed()) metrics.add(std::make_unique<DeviceTime>(&on_device.seconds, on_device.describe()));
     metrics.add(std::make_unique<WallTime>());
     metrics.add(std::make_unique<CpuTime>());
     metrics.add(std::make_unique<Utilization>(threads_of(backend)));
     c.outcome = run_measured(workload, metrics, sized_runs(workload, o));
     c.metrics = metrics.results();
-    add_rates(c.metrics, metrics[0].samples(), flops, bytes, o.peak_gflops);
+    // An operator on another device is a fraction of that device's measured peak (measured on
+    // the first such case), never of the host's.
+    double peak = o.peak_gflops;
+    if (dev.kind != DeviceKind::cpu) peak = has_device_peak_measurer(dev.kind) ? device_peak(dev).fma_f32_gflops() : 0;
+    add_rates(c.metrics, metrics[0].samples(), flops, bytes, peak);
     return finish(CaseState::Passed, "");
   } catch (const Unimplemented& e) {
     return finish(CaseState::Unimplemented, e.what());

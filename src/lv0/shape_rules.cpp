@@ -32,6 +32,63 @@ Shape broadcast_shapes(const std::vector<Shape>& shapes, const OpSpec& spec) {
   return Shape(out);
 }
 
+BinaryShapes binary_shapes(const OpSpec& spec, bool same_dtype) {
+  D5_CHECK_ARG(spec.inputs.size() == 2 && spec.has_input(0) && spec.has_input(1),
+               "{}: needs two inputs, got {}", spec.label(), spec.inputs.size());
+  const TensorDesc &a = spec.inputs[0], &b = spec.inputs[1];
+  D5_CHECK_ARG(!same_dtype || a.dtype == b.dtype, "{}: inputs must share a dtype, got {} and {}",
+               spec.label(), to_string(a.dtype), to_string(b.dtype));
+  BinaryShapes s{{a.shape, b.shape}, Shape{}};
+  if (spec.opset < 7) {
+    // Before opset 7 broadcasting was opt-in (broadcast=1) and B could be aligned at 'axis'.
+    if (spec.attrs.get_int("broadcast", 0) == 0) {
+      D5_CHECK_ARG(a.shape == b.shape, "{}: opset {} without broadcast=1 needs equal shapes, got {} and {}",
+                   spec.label(), spec.opset, a.shape.to_string(), b.shape.to_string());
+    } else if (spec.attrs.has("axis")) {
+      const int64_t ra = static_cast<int64_t>(a.shape.rank()), rb = static_cast<int64_t>(b.shape.rank());
+      int64_t axis = spec.attrs.get_int("axis");
+      if (axis < 0) axis += ra;
+      D5_CHECK_ARG(axis >= 0 && axis + rb <= ra, "{}: axis={} cannot align B {} inside A {}", spec.label(),
+                   spec.attrs.get_int("axis"), b.shape.to_string(), a.shape.to_string());
+      std::vector<int64_t> dims = b.shape.dims();
+      dims.resize(static_cast<size_t>(ra - axis), 1);
+      s.in[1] = Shape(dims);
+    }
+    D5_CHECK_ARG(broadcast_shapes({s.in[0], s.in[1]}, spec) == a.shape,
+                 "{}: legacy broadcasting needs B {} to fit A {}", spec.label(), b.shape.to_string(),
+                 a.shape.to_string());
+  }
+  s.out = broadcast_shapes({s.in[0], s.in[1]}, spec);
+  return s;
+}
+
+PadMode parse_pad_mode(const OpSpec& spec, const std::string& name) {
+  if (name == "constant") return PadMode::constant;
+  if (name == "reflect") return PadMode::reflect;
+  if (name == "edge") return PadMode::edge;
+  if (name == "wrap") return PadMode::wrap;
+  D5_THROW(InvalidArgument, "{}: mode '{}' must be constant, reflect, edge or wrap", spec.label(), name);
+}
+
+int64_t pad_source(int64_t i, int64_t d, PadMode mode) {
+  if (i >= 0 && i < d) return i;
+  switch (mode) {
+    case PadMode::constant:
+      return kPadOutside;
+    case PadMode::edge:
+      return i < 0 ? 0 : d - 1;
+    case PadMode::wrap:
+      return (i % d + d) % d;
+    case PadMode::reflect: {
+      if (d == 1) return 0;
+      const int64_t p = 2 * (d - 1);
+      const int64_t m = (i % p + p) % p;
+      return m < d ? m : p - m;
+    }
+  }
+  return kPadOutside;
+}
+
 size_t checked_axis(const OpSpec& spec, int64_t axis, size_t rank, const char* what) {
   const auto r = static_cast<int64_t>(rank);
   D5_CHECK_ARG(axis >= -r && axis < r, "{}: {}={} is out of range for an input of rank {} (valid: [{}, {}])",

@@ -4,6 +4,7 @@
 #include "deep500/core/build_info.h"
 #include "deep500/core/device.h"
 #include "deep500/core/malloc_policy.h"
+#include "deep500/core/math_mode.h"
 #include "deep500/core/runtime_libraries.h"
 #include "deep500/core/system_info.h"
 #include "deep500/core/threads.h"
@@ -121,6 +122,7 @@ json make_manifest(const ExperimentSettings& settings) {
       {"seeds", {{"master", settings.seed}, {"streams", settings.streams_used},
                  {"derivation", "Philox-4x32-10 keyed by the master seed; stream = FNV-1a(name)"}}},
       {"deterministic", settings.deterministic},
+      {"f32_math", to_string(f32_math())},
       {"command_line", invocation_command_line()},
       {"start_time_utc", invocation_start_time_utc()},
       {"clocks", clocks_json()},

@@ -148,10 +148,11 @@ class ReportedRate : public Metric {
   const double* rate_;
 };
 
-// Runs `workload` under the adaptive runner. Each sample is *rate as the workload left it, or,
-// without `rate`, work / wall seconds (in units of 1e9 per second).
+
+}  // namespace
+
 void measure_rate(PeakMeasurement& m, const std::function<void()>& workload, const PeakSettings& s,
-                  const double* rate = nullptr) {
+                  const double* rate) {
   MetricSet metrics;
   if (rate) metrics.add(std::make_unique<ReportedRate>(rate));
   metrics.add(std::make_unique<WallTime>());
@@ -163,8 +164,6 @@ void measure_rate(PeakMeasurement& m, const std::function<void()>& workload, con
   }
   m.summary = summarize(m.samples);
 }
-
-}  // namespace
 
 const char* to_string(FmaIsa isa) {
   switch (isa) {

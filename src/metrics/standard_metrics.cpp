@@ -24,6 +24,12 @@ MetricRecord WallTime::result() const {
   return r;
 }
 
+MetricRecord DeviceTime::result() const {
+  MetricRecord r = Metric::result();
+  r.info = {{"clock", "device events"}, {"brackets", how_}};
+  return r;
+}
+
 MetricRecord CpuTime::result() const {
   MetricRecord r = Metric::result();
   r.info = clock_json(ClockKind::ProcessCpu);

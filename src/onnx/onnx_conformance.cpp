@@ -132,7 +132,8 @@ void run_node(const onnx::NodeProto& node, int64_t opset, const std::string& bac
     spec.present.push_back(true);
   }
   auto op = OpRegistry::global().create(spec, backend);
-  auto outputs = op->run_forward(inputs);
+  // A backend on another device (a GPU) gets copies of the inputs there; values stay on the host.
+  auto outputs = to_device(op->run_forward(to_device(inputs, op->device())), Device::cpu());
   for (int j = 0; j < node.output_size(); ++j) {
     if (node.output(j).empty()) continue;
     D5_CHECK_ARG(static_cast<size_t>(j) < outputs.size(), "{}: the node asks for output {} ('{}'), but the "
@@ -299,7 +300,8 @@ std::map<std::string, Tensor> run_network_nodes(const Network& net, const std::m
     std::vector<Tensor> inputs;
     for (size_t i = 0; i < spec.inputs.size(); ++i)
       inputs.push_back(spec.has_input(i) ? values.at(node->inputs[i]) : Tensor());
-    auto outputs = OpRegistry::global().create(spec, backend)->run_forward(inputs);
+    const auto op = OpRegistry::global().create(spec, backend);
+    auto outputs = to_device(op->run_forward(to_device(inputs, op->device())), Device::cpu());
     for (size_t j = 0; j < node->outputs.size() && j < outputs.size(); ++j)
       if (!node->outputs[j].empty()) values[node->outputs[j]] = std::move(outputs[j]);
   }

@@ -28,6 +28,15 @@ TEST(CliInfo, JsonIsValidAndCarriesTheManifest) {
   EXPECT_TRUE(has_reference);
 }
 
+TEST(CliInfo, MathModeReachesTheManifest) {
+  const auto strict = run_d5({"info", "--format", "json"});
+  ASSERT_EQ(strict.exit_code, 0) << strict.err;
+  EXPECT_EQ(nlohmann::json::parse(strict.out)["f32_math"], "strict");
+  const auto tf32 = run_d5({"--math", "tf32", "info", "--format", "json"});
+  ASSERT_EQ(tf32.exit_code, 0) << tf32.err;
+  EXPECT_EQ(nlohmann::json::parse(tf32.out)["f32_math"], "tf32");
+}
+
 // With hwloc told to use neither sysfs nor CPUID, deep500 decodes CPUID itself: the same caches,
 // and the manifest says where they came from.
 TEST(CliInfo, CachesFallBackToCpuidWhenHwlocFindsNone) {
@@ -150,6 +159,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{{"info", "--format", "xml"}, "", 2, "xml"},
         BadInput{{"--threads", "-3", "info"}, "", 2, "threads"},
         BadInput{{"--threads", "many", "info"}, "", 2, "many"},
+        BadInput{{"--math", "fast", "info"}, "", 2, "fast"},
         BadInput{{"stats", "/nonexistent/samples.txt"}, "", 4, "cannot open"},
         BadInput{{"stats", "-"}, "1 2 x3\n", 4, "<stdin>:1: 'x3' is not a finite number"},
         BadInput{{"stats", "-"}, "", 2, "no samples"},

@@ -27,6 +27,17 @@ struct DeviceMemoryStats {
   int64_t cache_hits = 0;       // of them, served from a cached block
 };
 
+// Times work on a device with the device's own clock (CUDA events on its stream): start() before
+// the work is queued, stop() after it; seconds() waits for the work and returns the device's time
+// between the two, without the host's launch and synchronisation costs.
+class DeviceTimer {
+ public:
+  virtual ~DeviceTimer() = default;
+  virtual void start() = 0;
+  virtual void stop() = 0;
+  virtual double seconds() = 0;
+};
+
 // Blocks handed out keep their allocator alive (shared_from_this), whatever order owners go in.
 class DeviceAllocator : public std::enable_shared_from_this<DeviceAllocator> {
  public:
@@ -43,6 +54,12 @@ class DeviceAllocator : public std::enable_shared_from_this<DeviceAllocator> {
   virtual void copy_to_host(void* host, const void* device, size_t bytes, int32_t index) = 0;
   virtual void copy_from_host(void* device, const void* host, size_t bytes, int32_t index) = 0;
   virtual void synchronize(int32_t /*index*/) {}
+  // A timer on this device's stream; nullptr when the device has no clock of its own (the host).
+  virtual std::unique_ptr<DeviceTimer> make_timer(int32_t /*index*/) { return nullptr; }
+  // Evicts the device's caches (overwrites a buffer larger than its last-level cache), so that the
+  // next timed run reads its operands from memory as a run in a real workload would; false when
+  // the device has no cache to flush.
+  virtual bool flush_caches(int32_t /*index*/) { return false; }
   virtual DeviceMemoryStats stats(int32_t index) const = 0;
   virtual void reset_peak(int32_t index) = 0;
 };

@@ -4,6 +4,7 @@
 // a fraction of these, which says more than a GFLOP/s figure alone: a datasheet peak assumes
 // clocks and ports that a virtual machine or a busy host may not give, a measured one does not.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,12 @@ struct PeakMeasurement {
   RunOutcome outcome;
   nlohmann::json info = nlohmann::json::object();
 };
+
+// Runs `workload` under the adaptive runner with the settings' run budget and fills m.samples,
+// m.summary and m.outcome. Each sample is *rate as the workload left it (a device's kernels time
+// themselves with events) or, without `rate`, m.work_per_run / wall seconds, in units of 1e9/s.
+void measure_rate(PeakMeasurement& m, const std::function<void()>& workload, const PeakSettings& s,
+                  const double* rate = nullptr);
 
 // f32 FMA chains on `threads` OpenMP threads (each runs the same independent chains).
 PeakMeasurement measure_fma_peak(FmaIsa isa, int threads, const PeakSettings& s = {});

@@ -1,5 +1,6 @@
 #pragma once
 // Metrics every level can use. Each is a Metric; compose them in a MetricSet.
+#include <string>
 #include <vector>
 
 #include "deep500/metrics/energy.h"
@@ -19,6 +20,22 @@ class WallTime : public Metric {
 
  private:
   int64_t start_ = 0;
+};
+
+// Seconds per run on a device's own clock (CUDA events; device_allocator.h's DeviceTimer): the
+// workload times itself and leaves the figure in *seconds, which end() records. `how` says what
+// the timer brackets (e.g. whether caches were flushed before each run).
+class DeviceTime : public Metric {
+ public:
+  DeviceTime(const double* seconds, std::string how) : seconds_(seconds), how_(std::move(how)) {}
+  std::string name() const override { return "device_time"; }
+  std::string unit() const override { return "s"; }
+  void end() override { add_sample(*seconds_); }
+  MetricRecord result() const override;
+
+ private:
+  const double* seconds_;
+  std::string how_;
 };
 
 // CPU seconds of the whole process (all threads) per run.

@@ -28,6 +28,9 @@ struct OpBenchOptions {
   double target_ci_ratio = 0.02;
   int64_t max_memory = 0;  // bytes of tensors a case may need; 0 = no limit
   double peak_gflops = 0;  // the machine's measured peak, for the peak_fraction metric; 0 = none
+  // Operators on a device with caches of its own (a GPU's L2) run each timed call after a flush,
+  // as a layer in a network finds its operands; false keeps them warm (d5 ops bench --no-flush).
+  bool flush_device_caches = true;
 };
 
 // Multiplier from a problem's input+output bytes to what a case holds at once: the reference's

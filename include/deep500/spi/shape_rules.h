@@ -5,6 +5,7 @@
 // the same specs with the same messages and agree on output shapes and padding; a backend never
 // includes another backend's headers for them. Every function throws InvalidArgument naming the
 // operator (spec.label()) and what to fix.
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,6 +16,24 @@ namespace d5 {
 
 // Multidirectional (NumPy) broadcasting of shapes.
 Shape broadcast_shapes(const std::vector<Shape>& shapes, const OpSpec& spec);
+
+// Shapes of a two-input broadcasting op. `in` are the shapes the kernels index with: equal to the
+// inputs' shapes, except that a legacy (opset < 7) op with broadcast=1 and 'axis' aligns B's
+// axes at A's axis 'axis', which is B's shape padded with trailing ones.
+struct BinaryShapes {
+  std::array<Shape, 2> in;
+  Shape out;
+};
+// Checks that there are two inputs (and, with same_dtype, that they share a dtype).
+BinaryShapes binary_shapes(const OpSpec& spec, bool same_dtype);
+
+// Pad's modes ('mode' attribute; InvalidArgument for another name), and the input coordinate an
+// output coordinate (shifted by the leading pad) reads along an axis of extent d, or kPadOutside
+// (constant mode's fill). Reflect and wrap repeat periodically, as numpy.pad does for wide pads.
+enum class PadMode { constant, reflect, edge, wrap };
+inline constexpr int64_t kPadOutside = -1;
+PadMode parse_pad_mode(const OpSpec& spec, const std::string& name);
+int64_t pad_source(int64_t i, int64_t d, PadMode mode);
 
 // `axis` (negative counts from the end) as an index into a rank-`rank` shape.
 size_t checked_axis(const OpSpec& spec, int64_t axis, size_t rank, const char* what = "axis");

@@ -67,4 +67,54 @@ void CudaAllocator::synchronize(int32_t index) {
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", index);
 }
 
+namespace {
+
+class CudaEventTimer final : public DeviceTimer {
+ public:
+  explicit CudaEventTimer(int32_t index) : index_(index) {
+    use_device(index, "creating CUDA events");
+    check(cudaEventCreate(&start_), "cudaEventCreate", index);
+    check(cudaEventCreate(&stop_), "cudaEventCreate", index);
+  }
+  ~CudaEventTimer() override {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  CudaEventTimer(const CudaEventTimer&) = delete;
+  CudaEventTimer& operator=(const CudaEventTimer&) = delete;
+
+  void start() override { check(cudaEventRecord(start_, nullptr), "cudaEventRecord", index_); }
+  void stop() override { check(cudaEventRecord(stop_, nullptr), "cudaEventRecord", index_); }
+  double seconds() override {
+    check(cudaEventSynchronize(stop_), "cudaEventSynchronize", index_);
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime", index_);
+    return static_cast<double>(ms) * 1e-3;
+  }
+
+ private:
+  int32_t index_;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceTimer> CudaAllocator::make_timer(int32_t index) { return std::make_unique<CudaEventTimer>(index); }
+
+bool CudaAllocator::flush_caches(int32_t index) {
+  std::lock_guard lock(flush_mutex_);
+  auto& buffer = flush_buffers_[index];
+  if (!buffer) {
+    use_device(index, "flushing the L2 cache");
+    int l2 = 0;
+    check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, index), "cudaDeviceGetAttribute", index);
+    if (l2 <= 0) return false;
+    flush_bytes_[index] = 2 * static_cast<size_t>(l2);
+    buffer = allocate(flush_bytes_[index], index);
+  }
+  use_device(index, "flushing the L2 cache");
+  check(cudaMemsetAsync(buffer.get(), 0, flush_bytes_[index], nullptr), "cudaMemsetAsync", index);
+  return true;
+}
+
 }  // namespace d5::cuda

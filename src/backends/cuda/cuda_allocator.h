@@ -4,7 +4,10 @@
 // allocates and frees the same sizes every iteration. Copies and fills run on the device's
 // default stream and are waited for, so a tensor's bytes are where they should be when a call
 // returns.
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "deep500/core/device_allocator.h"
 
@@ -18,10 +21,19 @@ class CudaAllocator final : public CachingDeviceAllocator {
   void copy_to_host(void* host, const void* device, size_t bytes, int32_t index) override;
   void copy_from_host(void* device, const void* host, size_t bytes, int32_t index) override;
   void synchronize(int32_t index) override;
+  // CUDA events on the default stream, where the backend's operators run.
+  std::unique_ptr<DeviceTimer> make_timer(int32_t index) override;
+  // Overwrites a buffer of twice the L2 cache, kept for the process.
+  bool flush_caches(int32_t index) override;
 
  protected:
   void* raw_allocate(size_t bytes, int32_t index) override;
   void raw_free(void* data, int32_t index) override;
+
+ private:
+  std::mutex flush_mutex_;
+  std::unordered_map<int32_t, std::shared_ptr<void>> flush_buffers_;
+  std::unordered_map<int32_t, size_t> flush_bytes_;
 };
 
 }  // namespace d5::cuda

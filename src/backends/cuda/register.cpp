@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cuda_allocator.h"
+#include "cuda_common.h"
 #include "deep500/core/backend.h"
 #include "deep500/core/device.h"
 #include "deep500/core/runtime_libraries.h"
@@ -66,13 +67,15 @@ std::vector<GpuInfo> enumerate(std::string* reason) {
 }
 }  // namespace
 
+void register_gpu_peak();  // gpu_peak.cpp
+
 void register_backend() {
   int runtime = 0;
   cudaRuntimeGetVersion(&runtime);
   set_gpu_enumerator(&enumerate);
   BackendInfo b;
   b.name = "cuda";
-  b.description = "NVIDIA GPUs: device enumeration and memory (cuda:N tensors); no operators or executor yet";
+  b.description = "NVIDIA GPUs: operators on cuBLAS, cuDNN and own kernels (cuda:0); no executor yet";
   b.version = version_string(runtime);
   std::string reason;
   if (enumerate(&reason).empty()) {
@@ -80,15 +83,27 @@ void register_backend() {
     b.unavailable_reason = reason;
   }
   register_runtime_library("cuda_runtime", b.version);
+  register_runtime_library("cublas", cublas_version());
+  register_runtime_library("cudnn", cudnn_version());
   std::string nvml_reason;
   if (const Nvml* n = nvml(&nvml_reason)) register_runtime_library("nvml", n->version());
   register_device_kind(std::make_shared<CudaAllocator>());
+  if (b.available) register_gpu_peak();
   d5::register_backend(std::move(b));
+}
+
+// The one list of CUDA operator families.
+void register_operators(OpRegistry& r) {
+  register_elementwise_ops(r);
+  register_gemm_ops(r);
+  register_shape_ops(r);
+  register_cudnn_ops(r);
+  register_movement_ops(r);
 }
 
 }  // namespace d5::cuda
 
 namespace d5::plugins {
 extern const BackendPlugin cuda;
-const BackendPlugin cuda{"cuda", &d5::cuda::register_backend, nullptr, nullptr, nullptr};
+const BackendPlugin cuda{"cuda", &d5::cuda::register_backend, &d5::cuda::register_operators, nullptr, nullptr};
 }  // namespace d5::plugins

@@ -17,6 +17,7 @@
 #include "../ops/op_test_util.h"
 #include "backend_test_util.h"
 #include "deep500/backends/builtin.h"
+#include "deep500/core/backend.h"
 
 namespace d5::test {
 
@@ -44,13 +45,26 @@ inline Tensor i64s(std::vector<int64_t> v) {
   return t;
 }
 
-// Every built backend with operators, but the reference (the oracle).
+// Built backends with operators that cannot run here (a GPU backend without a GPU), and why:
+// the report names them, and their own test binaries show the skip (d5_test_cuda).
+inline std::map<std::string, std::string>& unavailable_case_backends() {
+  static std::map<std::string, std::string> m;
+  return m;
+}
+
+// Every built and available backend with operators, but the reference (the oracle).
 inline const std::vector<std::string>& case_backends() {
   static const std::vector<std::string> names = [] {
     register_builtin_operators();
     std::vector<std::string> out;
-    for (const BackendPlugin* p : builtin_plugins())
-      if (p->register_operators && std::string(p->name) != "reference") out.emplace_back(p->name);
+    for (const BackendPlugin* p : builtin_plugins()) {
+      if (!p->register_operators || std::string(p->name) == "reference") continue;
+      const auto info = find_backend(p->name);
+      if (info && !info->available)
+        unavailable_case_backends()[p->name] = info->unavailable_reason;
+      else
+        out.emplace_back(p->name);
+    }
     return out;
   }();
   return names;

@@ -12,6 +12,9 @@ namespace {
 class SharedCaseReport : public ::testing::Environment {
  public:
   void TearDown() override {
+    for (const auto& [backend, why] : unavailable_case_backends())
+      std::printf("shared operator cases on %s: NOT RUN, the backend is unavailable here: %s\n", backend.c_str(),
+                  why.c_str());
     for (const auto& backend : case_backends()) {
       const auto& b = case_tally().backends[backend];
       std::printf("shared operator cases on %s: %d PASSED, %d FAILED, %d UNIMPLEMENTED\n", backend.c_str(), b.passed,

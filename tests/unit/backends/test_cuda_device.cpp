@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "cuda_test_util.h"
 #include "deep500/backends/builtin.h"
 #include "deep500/core/device_allocator.h"
 #include "deep500/core/tensor.h"
@@ -12,19 +13,7 @@
 namespace d5 {
 namespace {
 
-// Empty when a CUDA device is usable, else why not.
-std::string no_gpu_reason() {
-  register_builtin_backends();
-  std::string reason;
-  if (!gpu_info(&reason).empty()) return "";
-  return reason.empty() ? "no CUDA device" : reason;
-}
-
-#define D5_REQUIRE_GPU()                                               \
-  do {                                                                 \
-    const std::string why = no_gpu_reason();                           \
-    if (!why.empty()) GTEST_SKIP() << "no CUDA device: " << why;       \
-  } while (0)
+using test::no_gpu_reason;
 
 TEST(CudaMemory, WithoutADeviceAllocationIsRefusedWithTheReason) {
   if (no_gpu_reason().empty()) GTEST_SKIP() << "this machine has a CUDA device";

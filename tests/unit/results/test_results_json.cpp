@@ -7,6 +7,7 @@
 
 #include "deep500/core/error.h"
 #include "deep500/metrics/experiment.h"
+#include "deep500/core/math_mode.h"
 #include "deep500/metrics/manifest.h"
 #include "deep500/metrics/reporter.h"
 #include "deep500/metrics/results.h"
@@ -167,6 +168,14 @@ TEST(Manifest, CarriesBuildHostSeedsAndInvocation) {
   EXPECT_GT(m["cpu"]["logical_cores"].get<int>(), 0);
   EXPECT_EQ(m["backends"][0]["name"], "reference");
   EXPECT_GT(m["clocks"]["wall"]["call_overhead_ns"].get<double>(), 0);
+}
+
+TEST(Manifest, RecordsHowF32ProductsMayRound) {
+  EXPECT_EQ(make_manifest({})["f32_math"], "strict");
+  set_f32_math(parse_f32_math("tf32"));
+  EXPECT_EQ(make_manifest({})["f32_math"], "tf32");
+  set_f32_math(F32Math::strict);
+  EXPECT_THROW(parse_f32_math("fast"), InvalidArgument);
 }
 
 }  // namespace d5

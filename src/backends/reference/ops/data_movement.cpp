@@ -127,36 +127,7 @@ std::unique_ptr<Operator> make_slice(const OpSpec& spec) {
 
 // ---- Pad ----------------------------------------------------------------------------------
 
-enum class PadMode { constant, reflect, edge, wrap };
-
-// The input coordinate that output coordinate i (already shifted by the leading pad) reads,
-// or kOutside. Reflect and wrap repeat periodically, as numpy.pad does for wide pads.
-int64_t pad_source(int64_t i, int64_t d, PadMode mode) {
-  if (i >= 0 && i < d) return i;
-  switch (mode) {
-    case PadMode::constant:
-      return AxisMap::kOutside;
-    case PadMode::edge:
-      return i < 0 ? 0 : d - 1;
-    case PadMode::wrap:
-      return (i % d + d) % d;
-    case PadMode::reflect: {
-      if (d == 1) return 0;
-      const int64_t p = 2 * (d - 1);
-      const int64_t m = (i % p + p) % p;
-      return m < d ? m : p - m;
-    }
-  }
-  return AxisMap::kOutside;
-}
-
-PadMode parse_pad_mode(const OpSpec& spec, const std::string& name) {
-  if (name == "constant") return PadMode::constant;
-  if (name == "reflect") return PadMode::reflect;
-  if (name == "edge") return PadMode::edge;
-  if (name == "wrap") return PadMode::wrap;
-  D5_THROW(InvalidArgument, "{}: mode '{}' must be constant, reflect, edge or wrap", spec.label(), name);
-}
+static_assert(AxisMap::kOutside == kPadOutside, "pad_source's outside marks an AxisMap's");
 
 class PadOp : public MapOp {
  public:

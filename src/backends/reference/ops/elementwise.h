@@ -60,16 +60,6 @@ template <size_t N> class BroadcastN {
   std::array<std::vector<int64_t>, N> strides_;
 };
 
-// Shapes of a two-input broadcasting op. `in` are the shapes the kernels index with: equal to the
-// inputs' shapes, except that a legacy (opset < 7) op with broadcast=1 and 'axis' aligns B's
-// axes at A's axis 'axis', which is B's shape padded with trailing ones.
-struct BinaryShapes {
-  std::array<Shape, 2> in;
-  Shape out;
-};
-// Checks that there are two inputs (and, with same_dtype, that they share a dtype).
-BinaryShapes binary_shapes(const OpSpec& spec, bool same_dtype);
-
 // Writes the gradient of an input from `full` (output shape): summed over broadcast axes into
 // `grad` (the input's real shape), read through the input's effective shape `as`.
 void reduce_grad(const Tensor& full, Tensor& grad, const Shape& as);

@@ -1,0 +1,242 @@
+// Element-wise kernels (elementwise_kernels.h). Grid-stride loops over 64-bit indices; one thread
+// per element keeps every result independent of the launch shape, so runs agree bit for bit.
+#include "kernel_grid.h"
+#include <cmath>
+
+#include "elementwise_kernels.h"
+
+namespace d5::cuda::kernels {
+
+namespace {
+
+using grid::blocks_for;
+using grid::kThreads;
+
+
+__device__ float softplus(float x) { return x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x)); }
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+
+__device__ float apply(Unary op, const UnaryParams& p, float x) {
+  switch (op) {
+    case Unary::Relu: return x > 0 ? x : 0.0f;
+    case Unary::LeakyRelu: return x >= 0 ? x : p.alpha * x;
+    case Unary::Sigmoid: return 1 / (1 + expf(-x));
+    case Unary::Tanh: return tanhf(x);
+    case Unary::Elu: return x >= 0 ? x : p.alpha * (expf(x) - 1);
+    case Unary::Selu: return p.gamma * (x > 0 ? x : p.alpha * (expf(x) - 1));
+    case Unary::Gelu: return 0.5f * x * (1 + erff(x * kInvSqrt2));
+    case Unary::GeluTanh: return 0.5f * x * (1 + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+    case Unary::Softplus: return softplus(x);
+    case Unary::Erf: return erff(x);
+    case Unary::Mish: return x * tanhf(softplus(x));
+    case Unary::HardSigmoid: return fminf(fmaxf(p.alpha * x + p.beta, 0.0f), 1.0f);
+    case Unary::HardSwish: return x * fminf(fmaxf(x / 6 + 0.5f, 0.0f), 1.0f);
+    case Unary::Sqrt: return sqrtf(x);
+    case Unary::Exp: return expf(x);
+    case Unary::Log: return logf(x);
+    case Unary::Neg: return -x;
+    case Unary::Abs: return fabsf(x);
+    case Unary::Reciprocal: return 1 / x;
+    case Unary::Clip: return fminf(fmaxf(x, p.lo), p.hi);
+  }
+  return x;
+}
+
+// f'(x), given y = f(x); the conventions at kinks are the reference's (docs/validation.md).
+__device__ float derivative(Unary op, const UnaryParams& p, float x, float y) {
+  switch (op) {
+    case Unary::Relu: return x > 0 ? 1.0f : 0.0f;
+    case Unary::LeakyRelu: return x > 0 ? 1.0f : p.alpha;
+    case Unary::Sigmoid: return y * (1 - y);
+    case Unary::Tanh: return 1 - y * y;
+    case Unary::Elu: return x > 0 ? 1.0f : y + p.alpha;
+    case Unary::Selu: return p.gamma * (x > 0 ? 1.0f : p.alpha * expf(x));
+    case Unary::Gelu: return 0.5f * (1 + erff(x * kInvSqrt2)) + x * kInvSqrt2Pi * expf(-0.5f * x * x);
+    case Unary::GeluTanh: {
+      const float t = tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x));
+      return 0.5f * (1 + t) + 0.5f * x * (1 - t * t) * kSqrt2OverPi * (1 + 3 * 0.044715f * x * x);
+    }
+    case Unary::Softplus: return 1 / (1 + expf(-x));
+    case Unary::Erf: return 1.1283791670955126f * expf(-x * x);  // 2/sqrt(pi) e^{-x^2}
+    case Unary::Mish: {
+      const float t = tanhf(softplus(x));
+      return t + x * (1 - t * t) / (1 + expf(-x));
+    }
+    case Unary::HardSigmoid: {
+      const float v = p.alpha * x + p.beta;
+      return v > 0 && v < 1 ? p.alpha : 0.0f;
+    }
+    case Unary::HardSwish: return x <= -3 ? 0.0f : x >= 3 ? 1.0f : x / 3 + 0.5f;
+    case Unary::Sqrt: return 0.5f / y;
+    case Unary::Exp: return y;
+    case Unary::Log: return 1 / x;
+    case Unary::Neg: return -1.0f;
+    case Unary::Abs: return x > 0 ? 1.0f : x < 0 ? -1.0f : 0.0f;
+    case Unary::Reciprocal: return -y * y;
+    case Unary::Clip: return x > p.lo && x < p.hi ? 1.0f : 0.0f;
+  }
+  return 0;
+}
+
+__global__ void unary_forward_kernel(Unary op, UnaryParams p, const float* x, float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = apply(op, p, x[i]);
+}
+
+__global__ void unary_backward_kernel(Unary op, UnaryParams p, const float* x, const float* y, const float* gy,
+                                      float* gx, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    gx[i] = gy[i] * derivative(op, p, x[i], y[i]);
+}
+
+struct Offsets {
+  int64_t a = 0, b = 0;
+};
+
+__device__ Offsets offsets_of(const Broadcast& bc, int64_t i) {
+  Offsets o;
+  for (int k = bc.rank - 1; k >= 0; --k) {
+    const int64_t c = i % bc.dims[k];
+    i /= bc.dims[k];
+    o.a += c * bc.a_strides[k];
+    o.b += c * bc.b_strides[k];
+  }
+  return o;
+}
+
+__device__ float combine(Binary op, float a, float b) {
+  switch (op) {
+    case Binary::Add: return a + b;
+    case Binary::Sub: return a - b;
+    case Binary::Mul: return a * b;
+    case Binary::Div: return a / b;
+    case Binary::Pow: return powf(a, b);
+    case Binary::Max: return fmaxf(a, b);
+    case Binary::Min: return fminf(a, b);
+  }
+  return 0;
+}
+
+__global__ void binary_forward_kernel(Binary op, Broadcast bc, const float* a, const float* b, float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const Offsets o = offsets_of(bc, i);
+    y[i] = combine(op, a[o.a], b[o.b]);
+  }
+}
+
+// The reference's gradients (src/backends/reference/ops/binary.cpp): Pow's d/da is 0 where b = 0
+// and its d/db is 0 where a <= 0.
+__global__ void binary_backward_kernel(Binary op, Broadcast bc, const float* a, const float* b, const float* y,
+                                       const float* gy, float* ga, float* gb, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const Offsets o = offsets_of(bc, i);
+    const float av = a[o.a], bv = b[o.b], g = gy[i];
+    float da = 0, db = 0;
+    switch (op) {
+      case Binary::Add: da = g; db = g; break;
+      case Binary::Sub: da = g; db = -g; break;
+      case Binary::Mul: da = g * bv; db = g * av; break;
+      case Binary::Div: da = g / bv; db = -g * av / (bv * bv); break;
+      case Binary::Pow:
+        da = bv == 0 ? 0.0f : g * bv * powf(av, bv - 1);
+        db = av > 0 ? g * y[i] * logf(av) : 0.0f;
+        break;
+      case Binary::Max: da = av >= bv ? g : 0.0f; db = av >= bv ? 0.0f : g; break;
+      case Binary::Min: da = av <= bv ? g : 0.0f; db = av <= bv ? 0.0f : g; break;
+    }
+    if (ga) ga[i] = da;
+    if (gb) gb[i] = db;
+  }
+}
+
+__global__ void broadcast_scaled_kernel(Broadcast bc, const float* a, float scale, float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = scale * a[offsets_of(bc, i).a];
+}
+
+struct SumShape {
+  int rank = 0;
+  int64_t src_dims[kMaxRank] = {};
+  int64_t dst_dims[kMaxRank] = {};
+};
+
+// Block j sums every source element that maps to destination element j; threads take strided
+// shares and a tree in shared memory adds them, in the same order on every run.
+__global__ void sum_to_shape_kernel(SumShape sh, const float* src, float* dst, int64_t reduced) {
+  __shared__ float partial[kThreads];
+  const int64_t j = blockIdx.x;
+  // The destination's multi-index fixes the kept axes; the reduced ones are enumerated.
+  int64_t keep_index[kMaxRank];
+  int64_t rest = j;
+  for (int k = sh.rank - 1; k >= 0; --k) {
+    keep_index[k] = rest % sh.dst_dims[k];
+    rest /= sh.dst_dims[k];
+  }
+  float acc = 0;
+  for (int64_t r = threadIdx.x; r < reduced; r += blockDim.x) {
+    int64_t rr = r, offset = 0, stride = 1;
+    for (int k = sh.rank - 1; k >= 0; --k) {
+      int64_t c = keep_index[k];
+      if (sh.dst_dims[k] == 1 && sh.src_dims[k] != 1) {
+        c = rr % sh.src_dims[k];
+        rr /= sh.src_dims[k];
+      }
+      offset += c * stride;
+      stride *= sh.src_dims[k];
+    }
+    acc += src[offset];
+  }
+  partial[threadIdx.x] = acc;
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) partial[threadIdx.x] += partial[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) dst[j] = partial[0];
+}
+
+}  // namespace
+
+void unary_forward(Unary op, const UnaryParams& p, const float* x, float* y, int64_t n, cudaStream_t s) {
+  if (n > 0) unary_forward_kernel<<<blocks_for(n), kThreads, 0, s>>>(op, p, x, y, n);
+}
+
+void unary_backward(Unary op, const UnaryParams& p, const float* x, const float* y, const float* gy, float* gx,
+                    int64_t n, cudaStream_t s) {
+  if (n > 0) unary_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(op, p, x, y, gy, gx, n);
+}
+
+void binary_forward(Binary op, const Broadcast& b, const float* a, const float* bv, float* y, int64_t n,
+                    cudaStream_t s) {
+  if (n > 0) binary_forward_kernel<<<blocks_for(n), kThreads, 0, s>>>(op, b, a, bv, y, n);
+}
+
+void binary_backward(Binary op, const Broadcast& b, const float* a, const float* bv, const float* y,
+                     const float* gy, float* ga_full, float* gb_full, int64_t n, cudaStream_t s) {
+  if (n > 0) binary_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(op, b, a, bv, y, gy, ga_full, gb_full, n);
+}
+
+void broadcast_scaled(const Broadcast& b, const float* a, float scale, float* y, int64_t n, cudaStream_t s) {
+  if (n > 0) broadcast_scaled_kernel<<<blocks_for(n), kThreads, 0, s>>>(b, a, scale, y, n);
+}
+
+void sum_to_shape(const float* src, const int64_t* src_dims, float* dst, const int64_t* dst_dims, int rank,
+                  cudaStream_t s) {
+  SumShape sh;
+  sh.rank = rank;
+  int64_t dst_n = 1, reduced = 1;
+  for (int k = 0; k < rank; ++k) {
+    sh.src_dims[k] = src_dims[k];
+    sh.dst_dims[k] = dst_dims[k];
+    dst_n *= dst_dims[k];
+    if (dst_dims[k] == 1 && src_dims[k] != 1) reduced *= src_dims[k];
+  }
+  if (dst_n == 0) return;
+  // A grid holds at most 2^31 - 1 blocks in x: far more than any destination here.
+  sum_to_shape_kernel<<<static_cast<unsigned>(dst_n), kThreads, 0, s>>>(sh, src, dst, reduced);
+}
+
+}  // namespace d5::cuda::kernels

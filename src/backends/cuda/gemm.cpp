@@ -1,0 +1,138 @@
+// Gemm and MatMul on cuBLAS, forward and backward, f32. cuBLAS is column-major and d5 row-major:
+// a row-major C = op(A) op(B) is the column-major C^T = op(B)^T op(A)^T, so every product below
+// passes B before A. TF32 tensor cores are used only when asked for (set_allow_tf32): with them
+// an f32 product keeps 10 mantissa bits per operand and no longer matches the reference's 1e-4
+// (d5 --math tf32, core/math_mode.h).
+#include <numeric>
+
+#include "cuda_common.h"
+#include "elementwise_kernels.h"
+
+namespace d5::cuda {
+
+void gemm_rm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t sa,
+             const float* b, int64_t sb, float beta, float* c, int64_t sc, int64_t batch) {
+  const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  apply_f32_math();
+  const int lda = static_cast<int>(ta ? m : k), ldb = static_cast<int>(tb ? k : n), ldc = static_cast<int>(n);
+  if (batch == 1) {
+    check_cublas(cublasSgemm(cublas_handle(), op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+                             static_cast<int>(k), &alpha, b, ldb, a, lda, &beta, c, ldc),
+                 "cublasSgemm");
+    return;
+  }
+  check_cublas(cublasSgemmStridedBatched(cublas_handle(), op_b, op_a, static_cast<int>(n), static_cast<int>(m),
+                                         static_cast<int>(k), &alpha, b, ldb, sb, a, lda, sa, &beta, c, ldc, sc,
+                                         static_cast<int>(batch)),
+               "cublasSgemmStridedBatched");
+}
+
+namespace {
+
+void refuse_int_overflow(int64_t v, const char* what) {
+  refuse_if(v > std::numeric_limits<int>::max(), "{} = {} is above cuBLAS's 32-bit dimensions", what, v);
+}
+
+class GemmOp : public CudaOp {
+ public:
+  explicit GemmOp(const OpSpec& s) : CudaOp(s) {
+    alpha_ = static_cast<float>(s.attrs.get_float("alpha", 1.0));
+    beta_ = static_cast<float>(s.attrs.get_float("beta", 1.0));
+    ta_ = s.attrs.get_int("transA", 0) != 0;
+    tb_ = s.attrs.get_int("transB", 0) != 0;
+    const Shape& a = s.inputs[0].shape;
+    const Shape& b = s.inputs[1].shape;
+    m_ = ta_ ? a[1] : a[0];
+    k_ = ta_ ? a[0] : a[1];
+    n_ = tb_ ? b[0] : b[1];
+    for (auto [v, what] : {std::pair{m_, "M"}, {n_, "N"}, {k_, "K"}}) refuse_int_overflow(v, what);
+    has_c_ = s.has_input(2) && s.inputs.size() > 2;
+    if (has_c_) {
+      const Shape& c = s.inputs[2].shape;
+      c_dims_ = {1, 1};
+      for (size_t i = 0; i < c.rank(); ++i) c_dims_[2 - c.rank() + i] = c[i];
+      c_bc_.rank = 2;
+      c_bc_.dims[0] = m_;
+      c_bc_.dims[1] = n_;
+      c_bc_.a_strides[0] = c_dims_[0] == 1 ? 0 : c_dims_[1];
+      c_bc_.a_strides[1] = c_dims_[1] == 1 ? 0 : 1;
+      if (c_dims_[0] * c_dims_[1] != m_ * n_) c_scratch_ = DeviceBuffer(static_cast<size_t>(m_ * n_) * sizeof(float));
+    }
+  }
+
+  std::string implementation() const override { return allow_tf32() ? "cuda:cublas:sgemm(tf32)" : "cuda:cublas:sgemm"; }
+
+  void forward(std::span<const Tensor> in, std::span<Tensor> out) override {
+    check_inputs(in);
+    float* y = fptr(out[0]);
+    if (m_ * n_ == 0) return;
+    // An empty inner dimension makes the product 0: cuBLAS is not asked to decide that.
+    if (k_ == 0 && !(has_c_ && beta_ != 0)) return zero_tensor(out[0]);
+    float beta = 0;
+    if (has_c_ && beta_ != 0) {  // Y = beta C (broadcast), then the product adds onto it
+      kernels::broadcast_scaled(c_bc_, fptr(in[2]), beta_, y, m_ * n_, nullptr);
+      check_launch("broadcast_scaled");
+      beta = 1;
+    }
+    if (k_ > 0) gemm_rm(ta_, tb_, m_, n_, k_, alpha_, fptr(in[0]), 0, fptr(in[1]), 0, beta, y, 0, 1);
+  }
+
+  // dop(A) = alpha dY op(B)^T and dop(B) = alpha op(A)^T dY, written transposed where the input
+  // is stored transposed; dC = beta dY summed to C's shape.
+  void backward(std::span<const Tensor> gy, std::span<const Tensor> in, std::span<const Tensor>,
+                std::span<Tensor> gx) override {
+    // No upstream gradient, or no output element to carry one: zeros. (With K = 0, A and B are
+    // empty and only C gets a gradient.)
+    if (!gy[0].defined() || m_ * n_ == 0) return zero_gradients(gx);
+    const float* dy = fptr(gy[0]);
+    const float* a = fptr(in[0]);
+    const float* b = fptr(in[1]);
+    if (gx[0].defined() && k_ > 0) {
+      if (!ta_) gemm_rm(false, !tb_, m_, k_, n_, alpha_, dy, 0, b, 0, 0, fptr(gx[0]), 0, 1);
+      else gemm_rm(tb_, true, k_, m_, n_, alpha_, b, 0, dy, 0, 0, fptr(gx[0]), 0, 1);
+    }
+    if (gx.size() > 1 && gx[1].defined() && k_ > 0) {
+      if (!tb_) gemm_rm(!ta_, false, k_, n_, m_, alpha_, a, 0, dy, 0, 0, fptr(gx[1]), 0, 1);
+      else gemm_rm(true, ta_, n_, k_, m_, alpha_, dy, 0, a, 0, 0, fptr(gx[1]), 0, 1);
+    }
+    if (has_c_ && gx.size() > 2 && gx[2].defined()) c_gradient(dy, fptr(gx[2]));
+  }
+
+ private:
+  void c_gradient(const float* dy, float* dc) {
+    kernels::Broadcast identity;
+    const int64_t c_n = c_dims_[0] * c_dims_[1];
+    identity.rank = 1;
+    identity.dims[0] = c_n;
+    identity.a_strides[0] = 1;
+    if (!c_scratch_.get()) {
+      kernels::broadcast_scaled(identity, dy, beta_, dc, c_n, nullptr);
+    } else {
+      const int64_t full[2] = {m_, n_};
+      kernels::sum_to_shape(dy, full, c_scratch_.as<float>(), c_dims_.data(), 2, nullptr);
+      check_launch("sum_to_shape");
+      kernels::broadcast_scaled(identity, c_scratch_.as<float>(), beta_, dc, c_n, nullptr);
+    }
+    check_launch("broadcast_scaled");
+  }
+
+  float alpha_ = 1, beta_ = 1;
+  bool ta_ = false, tb_ = false, has_c_ = false;
+  int64_t m_ = 0, n_ = 0, k_ = 0;
+  std::vector<int64_t> c_dims_;
+  kernels::Broadcast c_bc_;
+  DeviceBuffer c_scratch_;
+};
+
+}  // namespace
+
+void register_matmul_op(OpRegistry& r);  // matmul.cpp
+
+void register_gemm_ops(OpRegistry& r) {
+  add_op(
+      r, "Gemm", [](const OpSpec& s) { return std::make_unique<GemmOp>(s); },
+      {.backward = true, .notes = "f32 on cublasSgemm; TF32 tensor cores only with --math tf32"});
+  register_matmul_op(r);
+}
+
+}  // namespace d5::cuda

@@ -1,0 +1,150 @@
+// The CUDA backend's operators against the reference on a GPU: the cases that exercise the
+// backend's own index arithmetic (cuBLAS's row-major transposition, broadcast batches, gradients
+// summed over broadcast axes). The shared operator cases (d5_test_op_cases) run every other case.
+// Without a GPU the operators must refuse with the reason, and the GPU tests show as skipped.
+#include <gtest/gtest.h>
+
+#include "../ops/op_test_util.h"
+#include "backend_test_util.h"
+#include "cuda_test_util.h"
+#include "deep500/op/op_bench.h"
+#include "deep500/op/suites.h"
+
+namespace d5::test {
+namespace {
+
+std::vector<Tensor> randoms(const std::vector<Shape>& shapes, double lo = -1, double hi = 1) {
+  std::vector<Tensor> v;
+  for (size_t i = 0; i < shapes.size(); ++i)
+    v.push_back(random_input(TensorDesc{DType::f32, shapes[i]}, "in" + std::to_string(i), lo, hi));
+  return v;
+}
+
+OpSpec spec_for(const std::string& type, const std::vector<Tensor>& inputs, Attributes attrs = {}) {
+  std::vector<TensorDesc> descs;
+  for (const auto& t : inputs) descs.push_back(t.desc());
+  return spec_of(type, descs, std::move(attrs));
+}
+
+TEST(CudaOperators, WithoutADeviceTheyAreRefusedWithTheReason) {
+  if (no_gpu_reason().empty()) GTEST_SKIP() << "this machine has a CUDA device";
+  register_builtin_operators();
+  const auto x = randoms({Shape{4}});
+  try {
+    OpRegistry::global().create(spec_for("Relu", x), "cuda");
+    FAIL() << "a CUDA operator was created without a device";
+  } catch (const Unimplemented& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA device"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaOperators, GemmMatchesTheReferenceInEveryTranspositionAndBias) {
+  D5_REQUIRE_GPU();
+  const int64_t m = 5, k = 7, n = 3;
+  for (int ta : {0, 1})
+    for (int tb : {0, 1})
+      for (const Shape& c : {Shape{n}, Shape{m, 1}, Shape{m, n}}) {
+        SCOPED_TRACE(fmt::format("transA {} transB {} C {}", ta, tb, c.to_string()));
+        const auto in = randoms({ta ? Shape{k, m} : Shape{m, k}, tb ? Shape{n, k} : Shape{k, n}, c});
+        expect_matches_reference(
+            spec_for("Gemm", in, Attributes{{"transA", int64_t{ta}}, {"transB", int64_t{tb}}, {"alpha", 0.75}, {"beta", 1.5}}),
+            in, "cuda");
+      }
+}
+
+TEST(CudaOperators, MatMulBroadcastsBatchesAndPromotesVectors) {
+  D5_REQUIRE_GPU();
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {Shape{2, 3, 4, 5}, Shape{5, 6}},        // one B for every batch: one strided call
+      {Shape{4, 5}, Shape{3, 5, 2}},           // one A for every batch
+      {Shape{3, 1, 4, 5}, Shape{1, 2, 5, 6}},  // both broadcast: one product per batch
+      {Shape{5}, Shape{2, 5, 3}},              // vector times batched matrices
+      {Shape{2, 4, 5}, Shape{5}},              // batched matrices times a vector
+  };
+  for (const auto& [a, b] : cases) {
+    SCOPED_TRACE(a.to_string() + " x " + b.to_string());
+    const auto in = randoms({a, b});
+    expect_matches_reference(spec_for("MatMul", in), in, "cuda");
+  }
+}
+
+TEST(CudaOperators, BinaryGradientsAreSummedOverBroadcastAxes) {
+  D5_REQUIRE_GPU();
+  const std::vector<std::tuple<std::string, Shape, Shape>> cases = {
+      {"Add", Shape{2, 3, 4, 5}, Shape{3, 1, 1}}, {"Sub", Shape{4}, Shape{3, 4}},
+      {"Mul", Shape{4, 1, 5}, Shape{1, 3, 1}},    {"Div", Shape{2, 3}, Shape{}},
+      {"Pow", Shape{3, 4}, Shape{4}},
+  };
+  for (const auto& [type, a, b] : cases) {
+    SCOPED_TRACE(type + " " + a.to_string() + " " + b.to_string());
+    // Positive operands keep Div and Pow away from their poles and branch cuts.
+    const auto in = randoms({a, b}, 0.5, 2.0);
+    expect_matches_reference(spec_for(type, in), in, "cuda");
+  }
+}
+
+TEST(CudaOperators, UnaryOperatorsAndTheirGradientsMatchTheReference) {
+  D5_REQUIRE_GPU();
+  for (const char* type : {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "Selu", "Gelu", "Softplus", "Erf", "Mish",
+                           "HardSigmoid", "HardSwish", "Exp", "Neg", "Abs"}) {
+    SCOPED_TRACE(type);
+    const auto in = randoms({Shape{3, 37}}, -3, 3);
+    expect_matches_reference(spec_for(type, in), in, "cuda");
+  }
+  for (const char* type : {"Sqrt", "Log", "Reciprocal"}) {
+    SCOPED_TRACE(type);
+    const auto in = randoms({Shape{3, 37}}, 0.5, 3);
+    expect_matches_reference(spec_for(type, in), in, "cuda");
+  }
+}
+
+TEST(CudaOperators, ClipTakesItsBoundsFromTheDeviceWhenTheyAreNotConstants) {
+  D5_REQUIRE_GPU();
+  auto in = randoms({Shape{64}}, -2, 2);
+  in.push_back(Tensor::from_values<float>(Shape{}, {-0.5f}));
+  in.push_back(Tensor::from_values<float>(Shape{}, {0.25f}));
+  expect_matches_reference(spec_for("Clip", in), in, "cuda");
+}
+
+TEST(CudaOperators, EveryOperatorRunsOnTheDeviceAndNamesItsLibrary) {
+  D5_REQUIRE_GPU();
+  register_builtin_operators();
+  const auto in = randoms({Shape{4, 8}, Shape{8, 2}});
+  const auto gemm = OpRegistry::global().create(spec_for("MatMul", in), "cuda");
+  EXPECT_EQ(gemm->device().to_string(), "cuda:0");
+  // TF32 is off unless asked for, and the implementation says which math ran.
+  EXPECT_EQ(gemm->implementation(), "cuda:cublas:sgemm");
+  const auto relu = OpRegistry::global().create(spec_for("Relu", randoms({Shape{3}})), "cuda");
+  EXPECT_EQ(relu->implementation(), "cuda:kernel");
+}
+
+// d5 ops bench on the GPU: the case is checked forward and backward against the reference and
+// timed with the device's clock after an L2 flush, and its peak fraction is the GPU's.
+TEST(CudaOpBench, ChecksAndTimesOnTheDeviceClock) {
+  D5_REQUIRE_GPU();
+  register_builtin_operators();
+  ProblemContext ctx(load_suite("deepbench-gemm-inference-device", 7).front());
+  OpBenchOptions o;
+  o.mode = BenchMode::Grad;
+  o.min_time = 1e-3;
+  o.max_time = 0.2;
+  o.peak_gflops = 1;  // the host's: must not be used for a GPU case
+  const CaseResult c = bench_problem(ctx, "cuda", o);
+  ASSERT_EQ(c.state, CaseState::Passed) << c.detail;
+  EXPECT_EQ(c.extra["device"], "cuda:0");
+  EXPECT_NE(c.extra["timing"].get<std::string>().find("flushed"), std::string::npos) << c.extra["timing"];
+  ASSERT_FALSE(c.metrics.empty());
+  EXPECT_EQ(c.metrics[0].name, "device_time");
+  bool has_fraction = false;
+  for (const auto& m : c.metrics)
+    if (m.name == "peak_fraction") {
+      has_fraction = true;
+      // Of the GPU's FMA peak (tens of TFLOP/s), not of the 1 GFLOP/s host figure given above.
+      ASSERT_TRUE(m.summary.has_value());
+      EXPECT_LT(m.summary->median, 2.0);
+    }
+  EXPECT_TRUE(has_fraction);
+}
+
+}  // namespace
+}  // namespace d5::test
