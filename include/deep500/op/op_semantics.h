@@ -11,6 +11,10 @@
 
 namespace d5 {
 
+// Dropout's seed when the node has no 'seed' attribute (ONNX leaves it to the runtime): every
+// backend starts its mask stream from it, so a run is repeatable.
+inline constexpr int64_t kDefaultDropoutSeed = 0xD5D0;
+
 // The backend whose operators define semantics and validate every other backend's results.
 inline constexpr char kOracleBackend[] = "reference";
 

@@ -136,5 +136,6 @@ void register_gemm_ops(OpRegistry& r);
 void register_shape_ops(OpRegistry& r);
 void register_cudnn_ops(OpRegistry& r);
 void register_movement_ops(OpRegistry& r);
+void register_dropout_op(OpRegistry& r);
 
 }  // namespace d5::cuda

@@ -157,6 +157,11 @@ __global__ void broadcast_scaled_kernel(Broadcast bc, const float* a, float scal
     y[i] = scale * a[offsets_of(bc, i).a];
 }
 
+__global__ void masked_scale_kernel(const float* x, const uint8_t* mask, double scale, float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] = mask[i] ? (scale == 1.0 ? x[i] : static_cast<float>(static_cast<double>(x[i]) * scale)) : 0.0f;
+}
+
 struct SumShape {
   int rank = 0;
   int64_t src_dims[kMaxRank] = {};
@@ -221,6 +226,10 @@ void binary_backward(Binary op, const Broadcast& b, const float* a, const float*
 
 void broadcast_scaled(const Broadcast& b, const float* a, float scale, float* y, int64_t n, cudaStream_t s) {
   if (n > 0) broadcast_scaled_kernel<<<blocks_for(n), kThreads, 0, s>>>(b, a, scale, y, n);
+}
+
+void masked_scale(const float* x, const uint8_t* mask, double scale, float* y, int64_t n, cudaStream_t s) {
+  if (n > 0) masked_scale_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, mask, scale, y, n);
 }
 
 void sum_to_shape(const float* src, const int64_t* src_dims, float* dst, const int64_t* dst_dims, int rank,

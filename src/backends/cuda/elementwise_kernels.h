@@ -49,6 +49,9 @@ void binary_backward(Binary op, const Broadcast& b, const float* a, const float*
 // plain scaling when the strides are the identity's.
 void broadcast_scaled(const Broadcast& b, const float* a, float scale, float* y, int64_t n, cudaStream_t s);
 
+// y[i] = mask[i] ? scale * x[i] (in double, rounded once) : 0 (Dropout's forward on the data, its backward on the gradient).
+void masked_scale(const float* x, const uint8_t* mask, double scale, float* y, int64_t n, cudaStream_t s);
+
 // dst[j] = sum of src over the axes that `dst_dims` has as 1 where `src_dims` does not (both of
 // `rank` axes): one block per destination element, summed in a fixed order.
 void sum_to_shape(const float* src, const int64_t* src_dims, float* dst, const int64_t* dst_dims, int rank,

@@ -99,6 +99,7 @@ void register_operators(OpRegistry& r) {
   register_shape_ops(r);
   register_cudnn_ops(r);
   register_movement_ops(r);
+  register_dropout_op(r);
 }
 
 }  // namespace d5::cuda

@@ -176,8 +176,6 @@ struct DropoutState {
   bool ran = false;
 };
 
-constexpr int64_t kDefaultDropoutSeed = 0xD5D0;
-
 Built build_dropout(const OpSpec& s) {
   auto st = std::make_shared<DropoutState>();
   st->gen = at::make_generator<at::CPUGeneratorImpl>(

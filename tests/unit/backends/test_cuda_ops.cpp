@@ -118,6 +118,17 @@ TEST(CudaOperators, EveryOperatorRunsOnTheDeviceAndNamesItsLibrary) {
   EXPECT_EQ(relu->implementation(), "cuda:kernel");
 }
 
+TEST(CudaOperators, TrainingDropoutDropsWhatTheReferenceDrops) {
+  D5_REQUIRE_GPU();
+  auto in = randoms({Shape{4, 64}});
+  in.push_back(Tensor::from_values<float>(Shape{}, {0.3f}));
+  in.push_back(Tensor::from_values<bool>(Shape{}, {true}));
+  OpSpec s = spec_for("Dropout", in, Attributes{{"seed", int64_t{5}}});
+  s.name = "drop";
+  s.num_outputs = 2;  // Y and the mask, compared element by element
+  expect_matches_reference(s, in, "cuda");
+}
+
 // d5 ops bench on the GPU: the case is checked forward and backward against the reference and
 // timed with the device's clock after an L2 flush, and its peak fraction is the GPU's.
 TEST(CudaOpBench, ChecksAndTimesOnTheDeviceClock) {

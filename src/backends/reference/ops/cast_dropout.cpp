@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "deep500/core/rng.h"
+#include "deep500/op/op_semantics.h"
 #include "movement_common.h"
 
 namespace d5::reference {
@@ -121,13 +122,12 @@ class CastOp : public ReferenceOp {
 
 // Dropout masks come from RngStream(seed, "Dropout/<node name>"): the 'seed' attribute when
 // given, else this fixed value, so runs repeat exactly. Each forward call draws a fresh mask.
-constexpr uint64_t kDefaultDropoutSeed = 0xD5D0;
 
 class DropoutOp : public ReferenceOp {
  public:
   explicit DropoutOp(const OpSpec& spec)
       : ReferenceOp(spec, outputs_of(spec)),
-        rng_(static_cast<uint64_t>(spec.attrs.get_int("seed", static_cast<int64_t>(kDefaultDropoutSeed))),
+        rng_(static_cast<uint64_t>(spec.attrs.get_int("seed", kDefaultDropoutSeed)),
              "Dropout/" + spec.name) {
     const DType t = spec.inputs[0].dtype;
     D5_CHECK_ARG(is_floating(t), "{}: dtype {} is not supported (floating point only)", spec.label(),
