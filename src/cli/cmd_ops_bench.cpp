@@ -11,6 +11,7 @@
 #include "progress.h"
 #include "deep500/backends/builtin.h"
 #include "deep500/core/backend.h"
+#include "deep500/core/build_info.h"
 #include "deep500/core/device.h"
 #include "deep500/core/error.h"
 #include "deep500/metrics/manifest.h"
@@ -78,6 +79,12 @@ int run_bench(const BenchOpts& o, const GlobalOptions& g) {
   std::vector<std::string> names = o.backends;
   if (names.empty())
     for (const auto& b : backends()) names.push_back(b.name);
+  // A typo is a usage error before any case runs; a backend this build left out is SKIPPED per case.
+  std::vector<std::string> built;
+  for (const auto& b : backends()) built.push_back(b.name);
+  for (const auto& b : names)
+    D5_CHECK_ARG(find_backend(b) || is_not_built_backend(b), "--backend: no backend '{}' (built: {}; left out of "
+                 "this build: {})", b, fmt::join(built, ", "), not_built_list());
 
   OpBenchOptions bo;
   bo.mode = parse_bench_mode(o.mode);

@@ -61,4 +61,9 @@ bool is_not_built_backend(const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+std::string not_built_list() {
+  const auto names = not_built_backends();
+  return names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "));
+}
+
 }  // namespace d5

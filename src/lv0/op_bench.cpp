@@ -18,6 +18,7 @@
 #include "deep500/metrics/runner.h"
 #include "deep500/metrics/standard_metrics.h"
 #include "deep500/core/threads.h"
+#include "deep500/core/build_info.h"
 #include "deep500/core/device_allocator.h"
 #include "deep500/metrics/device_peak.h"
 #include "deep500/metrics/timer.h"
@@ -152,13 +153,18 @@ std::vector<std::string> built_backends() {
   return names;
 }
 
-// Why a case is skipped before it starts (backend missing or unavailable, over the memory
-// budget), or "".
+// Why a case is skipped before it starts (a backend this build left out or that cannot run here,
+// over the memory budget), or "". A name deep500 has no backend of (a typo) is a usage error,
+// never a skip: a misspelt comparison must not end as a quiet SKIPPED.
 std::string skip_reason(const std::string& backend, int64_t need, const OpBenchOptions& o) {
   const auto info = find_backend(backend);
-  if (!info)
-    return fmt::format("backend '{}' is not built into this binary (built: {})", backend,
-                       fmt::join(built_backends(), ", "));
+  if (!info) {
+    D5_CHECK_ARG(is_not_built_backend(backend), "no backend '{}' (built: {}; left out of this build: {})", backend,
+                 fmt::join(built_backends(), ", "), not_built_list());
+    return fmt::format("this d5 was built without the {} backend; install its dependency and reconfigure "
+                       "(docs/building.md)",
+                       backend);
+  }
   if (!info->available) return fmt::format("backend '{}' is unavailable: {}", backend, info->unavailable_reason);
   if (o.max_memory > 0 && need > o.max_memory)
     return fmt::format("needs {} of tensors in {} mode, over the {} memory budget (--max-memory)",

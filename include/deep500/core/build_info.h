@@ -25,5 +25,7 @@ const BuildInfo& build_info();
 // (rebuilding with its dependency brings it), as opposed to a name deep500 does not have.
 std::vector<std::string> not_built_backends();
 bool is_not_built_backend(const std::string& name);
+// not_built_backends() for messages: "torch, onednn", or "none".
+std::string not_built_list();
 
 }  // namespace d5
