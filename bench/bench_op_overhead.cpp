@@ -93,18 +93,18 @@ std::vector<double> measure_case(Operator& op, NativeCall& native, const std::ve
 
 // Runs one case on the operator's device (inputs already there); returns its per-round ratios.
 // Both sides are timed alike, by the device's clock around the call alone with its caches
-// flushed before (DeviceTimedCall): deep500's through its runner, the DeviceTime metric first as
+// flushed before (DeviceRun): deep500's through its runner, the DeviceTime metric first as
 // the operator benchmark has it, the native one in a hand loop.
 std::vector<double> measure_device_case(Operator& op, NativeCall& native, const std::vector<Tensor>& inputs,
                                         int rounds, double round_seconds, double* d5_median, double* native_median) {
   const Device dev = op.device();
   std::vector<Tensor> outputs;
   for (const auto& d : op.output_descs()) outputs.push_back(Tensor::uninitialized(d, dev));
-  DeviceTimedCall d5_timed(dev), native_timed(dev);
+  const auto d5_timed = device_clock(dev), native_timed = device_clock(dev);
   auto d5_call = [&] { op.forward(inputs, outputs); };
-  const int runs = runs_per_round(round_seconds, median(hand_device_loop(d5_call, 3, d5_timed)));
-  return interleave({[&](int n) { return harness_device_runs(d5_call, n, d5_timed); },
-                     [&](int n) { return hand_device_loop(native.run, n, native_timed); }},
+  const int runs = runs_per_round(round_seconds, median(hand_device_loop(d5_call, 3, *d5_timed)));
+  return interleave({[&](int n) { return harness_device_runs(d5_call, n, *d5_timed); },
+                     [&](int n) { return hand_device_loop(native.run, n, *native_timed); }},
                     runs, rounds, d5_median, native_median);
 }
 
@@ -156,7 +156,7 @@ Outcome bench_problem(const std::string& backend, const char* suite, const Probl
                              p.name, cmp.max_abs_error);
     return Outcome::skipped;
   }
-  std::unique_ptr<DeviceTimedCall> probe_timer = on_device ? std::make_unique<DeviceTimedCall>(dev) : nullptr;
+  const std::unique_ptr<DeviceRun> probe_timer = on_device ? device_clock(dev) : nullptr;
   const double probe =
       median(on_device ? hand_device_loop(native->run, 3, *probe_timer) : hand_loop(native->run, 3));
   if (probe < set.min_us * 1e-6) {

@@ -12,8 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "deep500/core/device.h"
-#include "deep500/core/device_allocator.h"
+#include "deep500/metrics/device_run.h"
 #include "deep500/core/error.h"
 #include "deep500/metrics/results.h"
 #include "deep500/metrics/runner.h"
@@ -101,38 +100,16 @@ inline std::vector<double> harness_runs(const std::function<void()>& f, int runs
   return metrics[0].samples();
 }
 
-// One call on a device, timed as deep500's operator benchmark times it (src/lv0/op_bench.cpp,
-// DeviceRun): the device's caches flushed, so that every call reads its operands from memory;
-// the call bracketed by the device's own timer (CUDA events on its stream), which leaves out the
-// host's launch and wait; then the device synchronised, so that no call overlaps the next.
-class DeviceTimedCall {
- public:
-  explicit DeviceTimedCall(Device d) : alloc_(&allocator_for(d)), index_(d.index), timer_(alloc_->make_timer(d.index)) {
-    D5_CHECK(timer_ != nullptr, InvalidArgument, "{} has no clock of its own to time calls with", d.to_string());
-    flush_ = alloc_->flush_caches(index_);
-  }
-  std::string describe() const {
-    return flush_ ? "the call alone; the device's caches flushed before each run" : "the call alone; caches warm";
-  }
-  void operator()(const std::function<void()>& call) {
-    if (flush_) alloc_->flush_caches(index_);
-    timer_->start();
-    call();
-    timer_->stop();
-    seconds = timer_->seconds();
-    alloc_->synchronize(index_);
-  }
-  double seconds = 0;  // of the last call, on the device's clock
-
- private:
-  DeviceAllocator* alloc_;
-  int32_t index_;
-  std::unique_ptr<DeviceTimer> timer_;
-  bool flush_ = false;
-};
+// A DeviceRun that times with the device's own clock (caches flushed before each call), as the
+// operator benchmark times a device operator; InvalidArgument for a device without one.
+inline std::unique_ptr<DeviceRun> device_clock(Device d) {
+  auto run = std::make_unique<DeviceRun>(d, true);
+  D5_CHECK(run->timed(), InvalidArgument, "{} has no clock of its own to time calls with", d.to_string());
+  return run;
+}
 
 // The hand loop on a device: `f` only queues its work; each run is the device's time for it.
-inline std::vector<double> hand_device_loop(const std::function<void()>& f, int runs, DeviceTimedCall& timed) {
+inline std::vector<double> hand_device_loop(const std::function<void()>& f, int runs, DeviceRun& timed) {
   std::vector<double> t;
   t.reserve(static_cast<size_t>(runs));
   for (int i = 0; i < runs; ++i) {
@@ -144,7 +121,7 @@ inline std::vector<double> hand_device_loop(const std::function<void()>& f, int 
 
 // d5's runner around the same device-timed call, with the DeviceTime metric first, as the
 // operator benchmark measures a device operator; its samples are the device's times.
-inline std::vector<double> harness_device_runs(const std::function<void()>& f, int runs, DeviceTimedCall& timed) {
+inline std::vector<double> harness_device_runs(const std::function<void()>& f, int runs, DeviceRun& timed) {
   MetricSet metrics;
   metrics.add(std::make_unique<DeviceTime>(&timed.seconds, timed.describe()));
   metrics.add(std::make_unique<WallTime>());

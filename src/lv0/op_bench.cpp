@@ -21,6 +21,7 @@
 #include "deep500/core/build_info.h"
 #include "deep500/core/device_allocator.h"
 #include "deep500/metrics/device_peak.h"
+#include "deep500/metrics/device_run.h"
 #include "deep500/metrics/timer.h"
 
 namespace d5 {
@@ -199,46 +200,6 @@ RunSettings sized_runs(const std::function<void()>& workload, const OpBenchOptio
   s.target_ci_ratio = o.target_ci_ratio;
   return s;
 }
-
-// How a timed run of an operator on another device is bracketed: its caches flushed first (unless
-// asked not to: a warm cache is not what a layer of a real network sees), the device's own timer
-// around the call alone, and the run over when the device is done. On the host: the call, as is.
-class DeviceRun {
- public:
-  DeviceRun(Device d, bool flush) : device_(d) {
-    if (d.kind == DeviceKind::cpu) return;
-    alloc_ = &allocator_for(d);
-    timer_ = alloc_->make_timer(d.index);
-    flush_ = flush && alloc_->flush_caches(d.index);
-  }
-  bool timed() const { return timer_ != nullptr; }
-  std::string describe() const {
-    if (!timer_) return "wall time, the device synchronised after each run";
-    return flush_ ? "the call alone; the device's caches flushed before each run" : "the call alone; caches warm";
-  }
-  template <typename F>
-  void operator()(F&& call) {
-    if (!alloc_) {
-      call();
-      return;
-    }
-    if (flush_) alloc_->flush_caches(device_.index);
-    if (timer_) timer_->start();
-    call();
-    if (timer_) {
-      timer_->stop();
-      seconds = timer_->seconds();
-    }
-    alloc_->synchronize(device_.index);
-  }
-  double seconds = 0;  // of the last run, on the device's clock
-
- private:
-  Device device_;
-  DeviceAllocator* alloc_ = nullptr;
-  std::unique_ptr<DeviceTimer> timer_;
-  bool flush_ = false;
-};
 
 // GFLOP/s, the fraction of the peak, GB/s: each from the first metric's samples (the device's
 // time where it has a clock, else wall time), run by run.
