@@ -27,7 +27,7 @@ using nlohmann::json;
 
 struct BenchOpts {
   OutputOptions out;
-  std::string suite, mode = "perf", filter;
+  std::string suite, mode = "perf", filter, dtype = "f32";
   std::vector<std::string> backends;
   bool list = false;
   int64_t limit = 0;
@@ -74,7 +74,9 @@ int run_bench(const BenchOpts& o, const GlobalOptions& g) {
   D5_CHECK_ARG(!o.suite.empty(), "--suite is required; available: {}", suite_names());
   ExperimentSettings settings = settings_from(g);
   const auto all = load_suite(o.suite, settings.seed);
-  const auto problems = select(all, o);
+  std::vector<Problem> problems = select(all, o);
+  const DType dtype = parse_dtype(o.dtype);
+  for (auto& p : problems) p = in_dtype(std::move(p), dtype);
 
   std::vector<std::string> names = o.backends;
   if (names.empty())
@@ -121,6 +123,7 @@ int run_bench(const BenchOpts& o, const GlobalOptions& g) {
       {"suite", {{"name", o.suite}, {"directory", suites_directory()}, {"rows", all.size()},
                  {"selected", problems.size()}, {"filter", o.filter}, {"limit", o.limit}}},
       {"mode", o.mode},
+      {"dtype", o.dtype},
       {"backends", names},
       {"min_time_s", o.min_time},
       {"flush_device_caches", !o.no_flush},
@@ -143,6 +146,11 @@ void register_ops_bench(CLI::App& ops, const GlobalOptions& g, std::vector<Comma
                                        "grad: compare forward and backward, time backward")
       ->check(CLI::IsMember({"perf", "check", "grad"}))
       ->default_val("perf");
+  bench->add_option("--dtype", o->dtype,
+                    "Precision of the problems' inputs and outputs: f32 (DeepBench's), or f16 / bf16 (tensor cores "
+                    "on GPUs; checked against the reference's f32 result rounded once)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}))
+      ->default_val("f32");
   bench->add_option("--limit", o->limit, "Only the first N problems (after --filter); 0 = all")
       ->check(CLI::NonNegativeNumber);
   bench->add_option("--filter", o->filter, "Only problems whose name matches this regular expression (ECMAScript)");

@@ -160,7 +160,7 @@ std::shared_ptr<void> CachingDeviceAllocator::allocate(size_t bytes, int32_t ind
     }
   }
   if (!block) {
-    block = raw_allocate(cls, index);
+    block = allocate_from_device(cls, index);
     if (!block)
       throw IoError(fmt::format("out of {} memory allocating {} bytes", kind_name(), bytes));
     std::lock_guard lock(mutex_);
@@ -175,6 +175,24 @@ std::shared_ptr<void> CachingDeviceAllocator::allocate(size_t bytes, int32_t ind
   }
   auto self = std::static_pointer_cast<CachingDeviceAllocator>(shared_from_this());
   return std::shared_ptr<void>(block, [self, cls, index](void* p) { self->give_back(p, cls, index); });
+}
+
+// A device that refuses a block may only be short because blocks of other sizes wait in the
+// cache: those go back to it, and the allocation is tried once more before it fails.
+void* CachingDeviceAllocator::allocate_from_device(size_t cls, int32_t index) {
+  const auto cached_bytes = [&] {
+    std::lock_guard lock(mutex_);
+    const DeviceMemoryStats& s = devices_[index].stats;
+    return s.reserved_bytes - s.allocated_bytes;
+  };
+  try {
+    if (void* p = raw_allocate(cls, index)) return p;
+  } catch (const Error&) {
+    if (cached_bytes() == 0) throw;
+  }
+  if (cached_bytes() == 0) return nullptr;
+  release_cached(index);
+  return raw_allocate(cls, index);
 }
 
 void CachingDeviceAllocator::give_back(void* data, size_t cls, int32_t index) {

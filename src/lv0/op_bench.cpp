@@ -16,6 +16,7 @@
 #include "deep500/op/op_registry.h"
 #include "deep500/metrics/reporter.h"
 #include "deep500/metrics/runner.h"
+#include "deep500/metrics/device_metrics.h"
 #include "deep500/metrics/standard_metrics.h"
 #include "deep500/core/threads.h"
 #include "deep500/core/build_info.h"
@@ -299,14 +300,30 @@ CaseResult bench_problem(ProblemContext& ctx, const std::string& backend, const 
     metrics.add(std::make_unique<WallTime>());
     metrics.add(std::make_unique<CpuTime>());
     metrics.add(std::make_unique<Utilization>(threads_of(backend)));
+    DeviceClock* clock = nullptr;
+    if (dev.kind != DeviceKind::cpu) {
+      metrics.add(std::make_unique<DevicePeakMemory>(dev));
+      metrics.add(std::make_unique<DeviceUtilization>(dev));
+      metrics.add(std::make_unique<DeviceEnergy>(dev));
+      auto owned = std::make_unique<DeviceClock>(dev);
+      clock = owned.get();
+      metrics.add(std::move(owned));
+    }
     c.outcome = run_measured(workload, metrics, sized_runs(workload, o));
     c.metrics = metrics.results();
+    // Runs the device slowed down for power or heat are marked on the case, not only in a record.
+    std::string marks;
+    if (clock && clock->throttled_readings() > 0) {
+      marks = "device " + clock->throttle_note();
+      c.extra["throttled"] = clock->throttle_note();
+    }
     // An operator on another device is a fraction of that device's measured peak (measured on
     // the first such case), never of the host's.
     double peak = o.peak_gflops;
-    if (dev.kind != DeviceKind::cpu) peak = has_device_peak_measurer(dev.kind) ? device_peak(dev).fma_f32_gflops() : 0;
+    if (dev.kind != DeviceKind::cpu)
+      peak = has_device_peak_measurer(dev.kind) ? device_peak(dev).gflops_for(p.spec.inputs.front().dtype) : 0;
     add_rates(c.metrics, metrics[0].samples(), flops, bytes, peak);
-    return finish(CaseState::Passed, "");
+    return finish(CaseState::Passed, marks);
   } catch (const Unimplemented& e) {
     return finish(CaseState::Unimplemented, e.what());
   } catch (const std::bad_alloc&) {

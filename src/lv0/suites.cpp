@@ -272,14 +272,30 @@ std::vector<Problem> load_suite(const std::string& name, uint64_t seed) {
            names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", ")));
 }
 
+Problem in_dtype(Problem p, DType t) {
+  D5_CHECK_ARG(t == DType::f32 || t == DType::f16 || t == DType::bf16,
+               "suite problems run in f32, f16 or bf16, not {}", to_string(t));
+  if (t == DType::f32) return p;
+  for (auto& d : p.spec.inputs)
+    if (d.dtype == DType::f32) d.dtype = t;
+  // Outputs follow the inputs' dtype in every suite operator: scale the whole count alike.
+  p.tensor_bytes = p.tensor_bytes * static_cast<int64_t>(dtype_size(t)) / 4;
+  p.params["dtype"] = std::string(to_string(t));
+  return p;
+}
+
 std::vector<Tensor> generate_inputs(const Problem& p) {
   std::vector<Tensor> inputs;
   for (size_t i = 0; i < p.spec.inputs.size(); ++i) {
-    Tensor t = Tensor::uninitialized(p.spec.inputs[i]);
+    const DType want = p.spec.inputs[i].dtype;
+    // f16 and bf16 inputs are the f32 ones rounded (in_dtype), so precisions compare on one draw.
+    const bool narrowed = want == DType::f16 || want == DType::bf16;
+    Tensor t = Tensor::uninitialized(narrowed ? TensorDesc{DType::f32, p.spec.inputs[i].shape} : p.spec.inputs[i]);
     RngStream r(p.seed, fmt::format("{}/input{}", p.stream, i));
     const double scale = i < p.input_scale.size() ? p.input_scale[i] : 1.0;
     if (t.dtype() == DType::f32) {  // the suites' dtype; the generic path costs 5x more per element
       for (float& v : t.span<float>()) v = (2 * r.uniform_float() - 1) * static_cast<float>(scale);
+      if (narrowed) t = t.cast(want);
     } else {
       for (int64_t k = 0; k < t.numel(); ++k) t.set(k, (2 * r.uniform() - 1) * scale);
     }

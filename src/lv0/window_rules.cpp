@@ -121,8 +121,10 @@ ConvDims conv_dims(const OpSpec& spec, bool transposed) {
   D5_CHECK_ARG(spec.inputs.size() >= 2 && spec.inputs.size() <= 3 && spec.has_input(0) && spec.has_input(1),
                "{}: needs inputs X, W and optionally B, got {} inputs", spec.label(), spec.inputs.size());
   const TensorDesc &x = spec.inputs[0], &w = spec.inputs[1];
-  D5_CHECK_ARG(x.dtype == DType::f32 || x.dtype == DType::f64, "{}: dtype {} is not supported (f32, f64)",
-               spec.label(), to_string(x.dtype));
+  // Which floating types run is each implementation's to say (the reference: f32, f64, and f16 /
+  // bf16 widened); the geometry is the same for all.
+  D5_CHECK_ARG(is_floating(x.dtype), "{}: dtype {} is not supported (floating point only)", spec.label(),
+               to_string(x.dtype));
   ConvDims d{};
   d.bias = spec.has_input(2);
   for (size_t i = 1; i < spec.inputs.size(); ++i)

@@ -30,6 +30,12 @@ double DevicePeak::fma_f32_gflops() const {
   return m ? m->summary.max : 0;
 }
 
+double DevicePeak::gflops_for(DType t) const {
+  if (t != DType::f16 && t != DType::bf16) return fma_f32_gflops();
+  const PeakMeasurement* m = find("tensor_bf16");
+  return m ? m->summary.max : 0;
+}
+
 void register_device_peak_measurer(DeviceKind kind, DevicePeakMeasurer measurer) {
   std::lock_guard lock(state().mutex);
   state().measurers[kind] = std::move(measurer);

@@ -3,6 +3,7 @@
 // that every path a GPU takes (device allocation, caching, copies each way, refusals of host
 // access, an executor's transfers at device boundaries) runs on machines without one. Only tests
 // register it.
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -13,7 +14,7 @@
 
 namespace d5::test {
 
-class TestMemoryAllocator final : public CachingDeviceAllocator {
+class TestMemoryAllocator : public CachingDeviceAllocator {
  public:
   explicit TestMemoryAllocator(std::string name) : name_(std::move(name)) {}
   ~TestMemoryAllocator() override { release_cached(0), release_cached(1); }
@@ -29,16 +30,27 @@ class TestMemoryAllocator final : public CachingDeviceAllocator {
     ++copies_from_host;
   }
   int raw_allocations = 0, copies_to_host = 0, copies_from_host = 0;
+  // Bytes the "device" has: a raw allocation beyond it fails as a full GPU's would.
+  size_t capacity = SIZE_MAX, raw_bytes = 0;
 
  protected:
   void* raw_allocate(size_t bytes, int32_t) override {
+    if (raw_bytes + bytes > capacity) return nullptr;
     ++raw_allocations;
-    return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    sizes_[p] = bytes;
+    raw_bytes += bytes;
+    return p;
   }
-  void raw_free(void* data, int32_t) override { std::free(data); }
+  void raw_free(void* data, int32_t) override {
+    raw_bytes -= sizes_[data];
+    sizes_.erase(data);
+    std::free(data);
+  }
 
  private:
   std::string name_;
+  std::map<void*, size_t> sizes_;
 };
 
 // The allocator of kind `name` (registered on first use) and device `name`:index.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "deep500/core/device.h"
+#include "deep500/core/device_sensors.h"
 
 namespace d5 {
 
@@ -60,6 +61,12 @@ class DeviceAllocator : public std::enable_shared_from_this<DeviceAllocator> {
   // next timed run reads its operands from memory as a run in a real workload would; false when
   // the device has no cache to flush.
   virtual bool flush_caches(int32_t /*index*/) { return false; }
+  // The driver's counters of device `index` (energy, clocks, throttling, utilization), or null
+  // with the reason when this kind has none or they cannot be read.
+  virtual std::shared_ptr<const DeviceSensors> sensors(int32_t /*index*/, std::string* reason) const {
+    if (reason) *reason = "device kind '" + kind_name() + "' has no sensors";
+    return nullptr;
+  }
   virtual DeviceMemoryStats stats(int32_t index) const = 0;
   virtual void reset_peak(int32_t index) = 0;
 };
@@ -83,7 +90,8 @@ void copy_between_devices(void* dst, Device to, const void* src, Device from, si
 
 // A caching allocator over a device's raw allocation, kept in size classes (rounded up to 512
 // bytes, exact above 1 MiB rounded to 1 MiB): a freed block waits in its class for the next
-// request of that class. Thread-safe. release_cached() gives cached blocks back.
+// request of that class. Thread-safe. release_cached() gives cached blocks back; so does a failed
+// raw allocation (raw_allocate returning null or throwing) before it is retried once.
 class CachingDeviceAllocator : public DeviceAllocator {
  public:
   std::shared_ptr<void> allocate(size_t bytes, int32_t index) override;
@@ -102,6 +110,7 @@ class CachingDeviceAllocator : public DeviceAllocator {
     DeviceMemoryStats stats;
   };
   static size_t size_class(size_t bytes);
+  void* allocate_from_device(size_t cls, int32_t index);
   void give_back(void* data, size_t cls, int32_t index);
   mutable std::mutex mutex_;
   std::unordered_map<int32_t, PerDevice> devices_;

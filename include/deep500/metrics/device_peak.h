@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "deep500/core/device.h"
+#include "deep500/core/dtype.h"
 #include "deep500/metrics/peak.h"
 
 namespace d5 {
@@ -22,6 +23,10 @@ struct DevicePeak {
   // The best f32 FMA run (GFLOP/s): what an f32 operator's throughput is a fraction of, as for
   // the host (peak_gflops); 0 when not measured.
   double fma_f32_gflops() const;
+  // The peak an operator computing in `t` is a fraction of: the FMA rate for f32 (and wider),
+  // the measured bf16 tensor-core product for f16 and bf16 (the same rate on the GPUs d5 knows;
+  // f16 has no measurement of its own). 0 when not measured.
+  double gflops_for(DType t) const;
 };
 
 using DevicePeakMeasurer = std::function<DevicePeak(int32_t index, const PeakSettings& settings)>;

@@ -33,6 +33,11 @@ struct Problem {
   int64_t tensor_bytes = 0;
 };
 
+// The problem computed in `t` (f32, f16 or bf16): its f32 inputs become `t`, and tensor_bytes
+// shrinks with them; params gain "dtype" when it is not f32. The inputs drawn are the f32 ones
+// rounded to `t`. InvalidArgument for another dtype.
+Problem in_dtype(Problem p, DType t);
+
 // Generates the problem's inputs (deterministic in seed and stream).
 std::vector<Tensor> generate_inputs(const Problem& p);
 // A random upstream gradient for output k, uniform in [-1, 1), from stream + "/upstream<k>".

@@ -2,7 +2,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <fmt/format.h>
+
 #include "deep500/core/error.h"
+#include "nvml.h"
 
 namespace d5::cuda {
 
@@ -110,11 +113,50 @@ bool CudaAllocator::flush_caches(int32_t index) {
     check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, index), "cudaDeviceGetAttribute", index);
     if (l2 <= 0) return false;
     flush_bytes_[index] = 2 * static_cast<size_t>(l2);
-    buffer = allocate(flush_bytes_[index], index);
+    // Straight from the device, not through the cache: the flush buffer is the benchmark's, and
+    // must not count in the high-water mark of the work it measures.
+    buffer = std::shared_ptr<void>(raw_allocate(flush_bytes_[index], index), [this, index](void* p) { raw_free(p, index); });
   }
   use_device(index, "flushing the L2 cache");
   check(cudaMemsetAsync(buffer.get(), 0, flush_bytes_[index], nullptr), "cudaMemsetAsync", index);
   return true;
+}
+
+namespace {
+
+class NvmlSensors final : public DeviceSensors {
+ public:
+  NvmlSensors(const Nvml& n, std::string pci_bus_id) : nvml_(n), bus_(std::move(pci_bus_id)) {}
+  std::string source() const override { return "NVML " + nvml_.version() + " (GPU " + bus_ + ")"; }
+  std::optional<DeviceSensorReading> read(std::string* reason) const override {
+    const auto s = nvml_.sample(bus_, reason);
+    if (!s) return std::nullopt;
+    DeviceSensorReading r;
+    if (s->energy_mj) r.energy_joules = static_cast<double>(*s->energy_mj) * 1e-3;
+    r.sm_clock_mhz = s->sm_clock_mhz;
+    r.memory_clock_mhz = s->memory_clock_mhz;
+    r.throttle_reasons = throttle_reasons(s->clock_event_reasons);
+    r.utilization = s->utilization_percent / 100.0;
+    return r;
+  }
+
+ private:
+  const Nvml& nvml_;  // the process's, never closed
+  std::string bus_;
+};
+
+}  // namespace
+
+std::shared_ptr<const DeviceSensors> CudaAllocator::sensors(int32_t index, std::string* reason) const {
+  const Nvml* n = nvml(reason);
+  if (!n) return nullptr;
+  char bus[32] = {};
+  if (const cudaError_t e = cudaDeviceGetPCIBusId(bus, sizeof bus, index); e != cudaSuccess) {
+    cudaGetLastError();
+    if (reason) *reason = fmt::format("no PCI bus id for cuda:{}: {}", index, cudaGetErrorString(e));
+    return nullptr;
+  }
+  return std::make_shared<NvmlSensors>(*n, bus);
 }
 
 }  // namespace d5::cuda

@@ -25,6 +25,8 @@ class CudaAllocator final : public CachingDeviceAllocator {
   std::unique_ptr<DeviceTimer> make_timer(int32_t index) override;
   // Overwrites a buffer of twice the L2 cache, kept for the process.
   bool flush_caches(int32_t index) override;
+  // NVML's counters of the GPU (nvml.h), found by its PCI bus id.
+  std::shared_ptr<const DeviceSensors> sensors(int32_t index, std::string* reason) const override;
 
  protected:
   void* raw_allocate(size_t bytes, int32_t index) override;

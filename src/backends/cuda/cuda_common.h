@@ -119,6 +119,16 @@ void copy_device(void* dst, const void* src, size_t bytes);
 // (0: the same matrix for every product).
 void gemm_rm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t sa,
              const float* b, int64_t sb, float beta, float* c, int64_t sc, int64_t batch);
+// The same in dtype t: f32 as above; f16 and bf16 on tensor cores with f32 accumulation
+// (cublasGemmStridedBatchedEx), alpha and beta in f32.
+void gemm_rm(DType t, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const void* a, int64_t sa,
+             const void* b, int64_t sb, float beta, void* c, int64_t sc, int64_t batch);
+// Whether t is a dtype the products run on tensor cores in (f16, bf16).
+bool tensor_core_dtype(DType t);
+// The name of the cuBLAS path products of dtype t take, for implementation().
+std::string cublas_implementation(DType t);
+// Refuses a product whose first input is not f32, f16 or bf16.
+void refuse_other_dtypes(const OpSpec& s);
 
 // Registers `make` as implementation "cuda" of `op_type`: the factory refuses when no device is
 // usable or an input is not f32 (unless `any_dtype`), and turns Refused into a refusal.
@@ -137,5 +147,10 @@ void register_shape_ops(OpRegistry& r);
 void register_cudnn_ops(OpRegistry& r);
 void register_movement_ops(OpRegistry& r);
 void register_dropout_op(OpRegistry& r);
+void register_rnn_ops(OpRegistry& r);
+void register_constant_ops(OpRegistry& r);        // Constant, ConstantOfShape, Shape (constant_ops.cpp)
+void register_logic_ops(OpRegistry& r);           // comparisons, And/Or/Xor/Not, Cast (logic_ops.cpp)
+void register_variadic_ops(OpRegistry& r);        // Sum, Mean, Max, Min, ArgMax, ArgMin, CumSum (variadic_ops.cpp)
+void register_instance_norm_op(OpRegistry& r);    // instance_norm.cpp
 
 }  // namespace d5::cuda

@@ -62,19 +62,28 @@ inline void refuse_empty(const Shape& s, const char* what) {
 
 inline std::vector<int> to_int(const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); }
 
-// A packed (row-major) f32 tensor of `dims`; padded with trailing 1s to 4 dimensions, the
-// fewest the legacy API takes.
-inline void set_packed(const CudnnTensor& t, std::vector<int> dims) {
+// cuDNN's name of an element type this backend hands it (f32, f16, bf16).
+inline cudnnDataType_t cudnn_type(DType t) {
+  switch (t) {
+    case DType::f16: return CUDNN_DATA_HALF;
+    case DType::bf16: return CUDNN_DATA_BFLOAT16;
+    default: return CUDNN_DATA_FLOAT;
+  }
+}
+
+// A packed (row-major) tensor of `dims` (f32 unless `type` says otherwise); padded with trailing
+// 1s to 4 dimensions, the fewest the legacy API takes.
+inline void set_packed(const CudnnTensor& t, std::vector<int> dims, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
   while (dims.size() < 4) dims.push_back(1);
   std::vector<int> strides(dims.size(), 1);
   for (size_t k = dims.size() - 1; k-- > 0;) strides[k] = strides[k + 1] * dims[k + 1];
-  check_cudnn(
-      cudnnSetTensorNdDescriptor(t.get(), CUDNN_DATA_FLOAT, static_cast<int>(dims.size()), dims.data(), strides.data()),
-      "cudnnSetTensorNdDescriptor");
+  check_cudnn(cudnnSetTensorNdDescriptor(t.get(), type, static_cast<int>(dims.size()), dims.data(), strides.data()),
+              "cudnnSetTensorNdDescriptor");
 }
 
 // Factories of the cuDNN operators (one file each); cudnn_ops.cpp registers them.
 std::unique_ptr<Operator> make_cudnn_conv(const OpSpec& s);
+std::unique_ptr<Operator> make_cudnn_conv_transpose(const OpSpec& s);  // cudnn_conv.cpp
 std::unique_ptr<Operator> make_cudnn_pool(const OpSpec& s);     // MaxPool, AveragePool and the global pools
 std::unique_ptr<Operator> make_cudnn_softmax(const OpSpec& s);  // Softmax, LogSoftmax
 std::unique_ptr<Operator> make_cudnn_batch_norm(const OpSpec& s);

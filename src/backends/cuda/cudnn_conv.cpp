@@ -1,6 +1,14 @@
 // Conv on cuDNN, forward and backward (data, filter and bias gradients): 1-D (run as 2-D over a
 // unit width), 2-D and 3-D, with groups, strides, dilations, pads and the optional bias B.
 //
+// ConvTranspose is the same operator with the roles of the directions swapped: it is the adjoint
+// of the convolution from its output Y (cuDNN's x) to its input X (cuDNN's y) with the same W, so
+// its forward is cuDNN's backward data, its dX a convolution forward of dY and its dW cuDNN's
+// backward filter with dY as x and X as dy.
+//
+// Conv also runs in f16 and bf16: operands in the narrow type, products summed in f32 on tensor
+// cores (the reference's widened result, reference/ops/widened.h), without bias for now.
+//
 // The algorithm of each direction is chosen once, at creation, by timing the candidates on scratch
 // buffers (cudnnFind...AlgorithmEx), within the spec's workspace limit; forward and backward then
 // only bind pointers and call.
@@ -52,13 +60,20 @@ bool direct_sum(cudnnConvolutionBwdFilterAlgo_t a) {
          a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
 }
 
-// From cuDNN's results (fastest first): the first that ran, fits `limit` and keeps f32 math (unless
-// `tf32`); with `prefer_deterministic`, the first deterministic one of those if there is one.
+// What a chosen algorithm may do: round f32 operands to TF32 (and transform them, FFT/Winograd),
+// or, for f16/bf16 operands, run on tensor cores while still summing products directly.
+enum class ConvMath { strict_f32, tf32, tensor_core };
+
+// From cuDNN's results (fastest first): the first that ran, fits `limit` and keeps to `math`; with
+// `prefer_deterministic`, the first deterministic one of those if there is one.
 template <typename Perf>
-const Perf* choose(const std::vector<Perf>& results, int count, size_t limit, bool tf32, bool prefer_deterministic) {
+const Perf* choose(const std::vector<Perf>& results, int count, size_t limit, ConvMath math, bool prefer_deterministic) {
   auto usable = [&](const Perf& p) {
     const bool tensor_op = p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-    return p.status == CUDNN_STATUS_SUCCESS && p.memory <= limit && (tf32 || (!tensor_op && direct_sum(p.algo)));
+    const bool allowed = math == ConvMath::tf32 ||
+                         (direct_sum(p.algo) && (math == ConvMath::tensor_core ? p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+                                                                               : !tensor_op));
+    return p.status == CUDNN_STATUS_SUCCESS && p.memory <= limit && allowed;
   };
   const auto n = static_cast<size_t>(std::clamp(count, 0, static_cast<int>(results.size())));
   if (prefer_deterministic)
@@ -69,25 +84,28 @@ const Perf* choose(const std::vector<Perf>& results, int count, size_t limit, bo
   return nullptr;
 }
 
-// One convolution's cuDNN geometry: 1-D problems gain a trailing unit axis.
+// One convolution's cuDNN geometry: 1-D problems gain a trailing unit axis. For ConvTranspose
+// x is its output Y and y its input X.
 struct Geometry {
   std::vector<int> x, w, y;   // tensor and filter extents
-  std::vector<int> y_planes;  // Y as [N, M, positions]: the bias's view of it
+  std::vector<int> y_planes;  // the ONNX output as [N, M, positions]: the bias's view of it
   std::vector<int> pads, strides, dilations;
   std::vector<int64_t> onnx_pads_begin, onnx_pads_end;  // for messages
   int group = 1;
 };
 
-Geometry geometry_of(const OpSpec& s, const Shape& y) {
-  const ConvDims d = conv_dims(s, false);
-  const Window win = sliding_window(s, parse_window_attrs(s, d.image.size(), d.kernel), d.image, false);
+// `y`: the ONNX output's shape.
+Geometry geometry_of(const OpSpec& s, const Shape& y, bool transposed) {
+  const ConvDims d = conv_dims(s, transposed);
+  const Window win = transposed ? transposed_window(s, d)
+                                : sliding_window(s, parse_window_attrs(s, d.image.size(), d.kernel), d.image, false);
   const size_t r = d.image.size();
   refuse_if(r < 1 || r > 3, "a {}-D convolution: cuDNN runs 1-D, 2-D and 3-D ones here", r);
   Geometry g;
   g.group = static_cast<int>(d.group);
-  g.x = to_int(s.inputs[0].shape.dims());
+  g.x = to_int(transposed ? y.dims() : s.inputs[0].shape.dims());
   g.w = to_int(s.inputs[1].shape.dims());
-  g.y = to_int(y.dims());
+  g.y = to_int(transposed ? s.inputs[0].shape.dims() : y.dims());
   g.pads = to_int(win.pads_begin);
   g.strides = to_int(win.strides);
   g.dilations = to_int(win.dilations);
@@ -103,27 +121,32 @@ Geometry geometry_of(const OpSpec& s, const Shape& y) {
   }
   // The bias broadcasts over every position: a 4-D view serves every rank, so adding it and its
   // gradient (a reduction) need nothing of cuDNN beyond 4-D tensors.
-  g.y_planes = {g.y[0], g.y[1], static_cast<int>(y.numel() / (y[0] * y[1]))};
+  g.y_planes = {static_cast<int>(y[0]), static_cast<int>(y[1]), static_cast<int>(y.numel() / (y[0] * y[1]))};
   return g;
 }
 
 class ConvOp final : public CudaOp {
  public:
-  explicit ConvOp(const OpSpec& s) : CudaOp(s) {
+  ConvOp(const OpSpec& s, bool transposed) : CudaOp(s), transposed_(transposed) {
+    dtype_ = s.inputs[0].dtype;
+    refuse_if(dtype_ != DType::f32 && (transposed || !tensor_core_dtype(dtype_)),
+              "{} in {}: runs in f32{}", s.type, to_string(dtype_), transposed ? "" : ", f16 or bf16");
+    refuse_if(dtype_ != DType::f32 && s.has_input(2), "Conv in {} with a bias: not yet (f32 only)", to_string(dtype_));
     for (size_t i = 0; i < 2; ++i) {
       refuse_empty(s.inputs[i].shape, i == 0 ? "X" : "W");
       refuse_beyond_int(s.inputs[i].shape, i == 0 ? "X" : "W");
     }
     refuse_empty(sem_.outputs[0].shape, "Y");
     refuse_beyond_int(sem_.outputs[0].shape, "Y");
-    const Geometry g = geometry_of(s, sem_.outputs[0].shape);
+    const Geometry g = geometry_of(s, sem_.outputs[0].shape, transposed);
     bias_ = s.has_input(2);
-    tf32_ = allow_tf32();
-    set_packed(x_, g.x);
-    set_packed(y_, g.y);
-    set_packed(y_planes_, g.y_planes);
-    set_packed(b_, {1, g.y[1]});
-    check_cudnn(cudnnSetFilterNdDescriptor(w_.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(g.w.size()),
+    math_ = dtype_ != DType::f32 ? ConvMath::tensor_core : allow_tf32() ? ConvMath::tf32 : ConvMath::strict_f32;
+    const cudnnDataType_t type = cudnn_type(dtype_);
+    set_packed(x_, g.x, type);
+    set_packed(y_, g.y, type);
+    set_packed(y_planes_, g.y_planes, type);
+    set_packed(b_, {1, g.y_planes[1]}, type);
+    check_cudnn(cudnnSetFilterNdDescriptor(w_.get(), type, CUDNN_TENSOR_NCHW, static_cast<int>(g.w.size()),
                                            g.w.data()),
                 "cudnnSetFilterNdDescriptor");
     for (const CudnnConvolution* c : {&fwd_, &data_, &filter_}) set_convolution(*c, g);
@@ -132,15 +155,37 @@ class ConvOp final : public CudaOp {
   }
 
   std::string implementation() const override {
+    if (dtype_ != DType::f32) return fmt::format("{} [{} operands, f32 accumulate]", names(), to_string(dtype_));
+    return names();
+  }
+  int64_t workspace_bytes() const override { return static_cast<int64_t>(fwd_bytes_); }
+
+  // The algorithms chosen, by direction.
+  std::string names() const {
+    if (transposed_) {
+      if (!backward_) return fmt::format("cuda:cudnn:conv_transpose fwd={}", algo_name(kDataNames, data_algo_));
+      return fmt::format("cuda:cudnn:conv_transpose fwd={} bwd_data={} bwd_filter={}",
+                         algo_name(kDataNames, data_algo_), algo_name(kFwdNames, fwd_algo_),
+                         algo_name(kFilterNames, filter_algo_));
+    }
     if (!backward_) return fmt::format("cuda:cudnn:conv fwd={}", algo_name(kFwdNames, fwd_algo_));
     return fmt::format("cuda:cudnn:conv fwd={} bwd_data={} bwd_filter={}", algo_name(kFwdNames, fwd_algo_),
                        algo_name(kDataNames, data_algo_), algo_name(kFilterNames, filter_algo_));
   }
-  int64_t workspace_bytes() const override { return static_cast<int64_t>(fwd_bytes_); }
 
   void forward(std::span<const Tensor> in, std::span<Tensor> out) override {
     check_inputs(in);
     const cudnnHandle_t h = cudnn_handle();
+    if (transposed_) {
+      check_cudnn(cudnnConvolutionBackwardData(h, &kOne, w_.get(), fptr(in[1]), y_.get(), fptr(in[0]), data_.get(),
+                                               data_algo_, workspace_.get(), workspace_.bytes(), &kZero, x_.get(),
+                                               fptr(out[0])),
+                  "cudnnConvolutionBackwardData (ConvTranspose)");
+      if (bias_)
+        check_cudnn(cudnnAddTensor(h, &kOne, b_.get(), fptr(in[2]), &kOne, y_planes_.get(), fptr(out[0])),
+                    "cudnnAddTensor");
+      return;
+    }
     check_cudnn(cudnnConvolutionForward(h, &kOne, x_.get(), fptr(in[0]), w_.get(), fptr(in[1]), fwd_.get(), fwd_algo_,
                                         workspace_.get(), workspace_.bytes(), &kZero, y_.get(), fptr(out[0])),
                 "cudnnConvolutionForward");
@@ -156,6 +201,21 @@ class ConvOp final : public CudaOp {
     const cudnnHandle_t h = cudnn_handle();
     const float* dy = fptr(gy[0]);
     auto wanted = [&](size_t i) { return i < gx.size() && gx[i].defined(); };
+    if (transposed_) {
+      if (wanted(0))
+        check_cudnn(cudnnConvolutionForward(h, &kOne, x_.get(), dy, w_.get(), fptr(in[1]), fwd_.get(), fwd_algo_,
+                                            workspace_.get(), workspace_.bytes(), &kZero, y_.get(), fptr(gx[0])),
+                    "cudnnConvolutionForward (ConvTranspose backward)");
+      if (wanted(1))
+        check_cudnn(
+            cudnnConvolutionBackwardFilter(h, &kOne, x_.get(), dy, y_.get(), fptr(in[0]), filter_.get(), filter_algo_,
+                                           workspace_.get(), workspace_.bytes(), &kZero, w_.get(), fptr(gx[1])),
+            "cudnnConvolutionBackwardFilter (ConvTranspose backward)");
+      if (bias_ && wanted(2))
+        check_cudnn(cudnnConvolutionBackwardBias(h, &kOne, y_planes_.get(), dy, &kZero, b_.get(), fptr(gx[2])),
+                    "cudnnConvolutionBackwardBias");
+      return;
+    }
     if (wanted(0))
       check_cudnn(cudnnConvolutionBackwardData(h, &kOne, w_.get(), fptr(in[1]), y_.get(), dy, data_.get(), data_algo_,
                                                workspace_.get(), workspace_.bytes(), &kZero, x_.get(), fptr(gx[0])),
@@ -177,9 +237,12 @@ class ConvOp final : public CudaOp {
                                         g.dilations.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         "cudnnSetConvolutionNdDescriptor");
     check_cudnn(cudnnSetConvolutionGroupCount(c.get(), g.group), "cudnnSetConvolutionGroupCount");
-    // CUDNN_DEFAULT_MATH lets Ampere and later GPUs round f32 operands to TF32; FMA math keeps f32.
-    check_cudnn(cudnnSetConvolutionMathType(c.get(), tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH),
-                "cudnnSetConvolutionMathType");
+    // CUDNN_DEFAULT_MATH lets Ampere and later GPUs round f32 operands to TF32; FMA math keeps f32;
+    // tensor-op math is what f16 and bf16 operands run on.
+    const cudnnMathType_t m = math_ == ConvMath::tensor_core ? CUDNN_TENSOR_OP_MATH
+                              : math_ == ConvMath::tf32      ? CUDNN_DEFAULT_MATH
+                                                             : CUDNN_FMA_MATH;
+    check_cudnn(cudnnSetConvolutionMathType(c.get(), m), "cudnnSetConvolutionMathType");
   }
 
   // The output extents cuDNN computes must be the oracle's, else its windows differ (pads that
@@ -220,29 +283,37 @@ class ConvOp final : public CudaOp {
 
   void choose_algorithms(size_t limit);
 
-  // Sets a direction's math type to the one its chosen algorithm was timed with (TF32 only).
+  // Sets a direction's math type to the one its chosen algorithm was timed with (strict f32 has
+  // only the one it was set to).
   void use_math(const CudnnConvolution& c, cudnnMathType_t m) const {
-    if (tf32_) check_cudnn(cudnnSetConvolutionMathType(c.get(), m), "cudnnSetConvolutionMathType");
+    if (math_ != ConvMath::strict_f32) check_cudnn(cudnnSetConvolutionMathType(c.get(), m), "cudnnSetConvolutionMathType");
   }
 
   CudnnTensor x_, y_, y_planes_, b_;  // b_: [1, M, 1, 1]
   CudnnFilter w_;
   CudnnConvolution fwd_, data_, filter_;  // one per direction: each keeps its algorithm's math type
-  bool bias_ = false, tf32_ = false, backward_ = false;
+  bool transposed_ = false;  // ConvTranspose: forward is backward data (see the top of the file)
+  bool bias_ = false, backward_ = false;
+  DType dtype_ = DType::f32;
+  ConvMath math_ = ConvMath::strict_f32;
   cudnnConvolutionFwdAlgo_t fwd_algo_{};
   cudnnConvolutionBwdDataAlgo_t data_algo_{};
   cudnnConvolutionBwdFilterAlgo_t filter_algo_{};
-  size_t fwd_bytes_ = 0;
+  size_t fwd_bytes_ = 0;  // of the op's forward direction (backward data for ConvTranspose)
   DeviceBuffer workspace_;  // shared by the three directions: the largest of their needs
 };
 
 void ConvOp::choose_algorithms(size_t limit) {
   const cudnnHandle_t h = cudnn_handle();
+  std::optional<cudnnConvolutionFwdAlgoPerf_t> conv;
   std::optional<cudnnConvolutionBwdDataAlgoPerf_t> data;
   std::optional<cudnnConvolutionBwdFilterAlgoPerf_t> filter;
+  std::string search_failure;  // of the op's forward direction
   {
     // The search writes its outputs into these; they are freed before the workspace is allocated.
-    DeviceBuffer x(spec_.inputs[0].bytes()), w(spec_.inputs[1].bytes()), y(sem_.outputs[0].bytes());
+    const size_t x_bytes = transposed_ ? sem_.outputs[0].bytes() : spec_.inputs[0].bytes();
+    const size_t y_bytes = transposed_ ? spec_.inputs[0].bytes() : sem_.outputs[0].bytes();
+    DeviceBuffer x(x_bytes), w(spec_.inputs[1].bytes()), y(y_bytes);
     DeviceBuffer scratch(search_workspace(limit));
     for (const DeviceBuffer* b : {&x, &w, &y}) check_cuda(cudaMemset(b->get(), 0, b->bytes()), "cudaMemset");
     int count = 0, found = 0;
@@ -252,13 +323,11 @@ void ConvOp::choose_algorithms(size_t limit) {
     cudnnStatus_t st =
         cudnnFindConvolutionForwardAlgorithmEx(h, x_.get(), x.get(), w_.get(), w.get(), fwd_.get(), y_.get(), y.get(),
                                                count, &found, fwd.data(), scratch.get(), scratch.bytes());
-    const auto* f = st == CUDNN_STATUS_SUCCESS ? choose(fwd, found, limit, tf32_, false) : nullptr;
-    refuse_if(
-        f == nullptr, "no cuDNN forward algorithm runs this convolution within {} bytes of workspace{}", limit,
-        st == CUDNN_STATUS_SUCCESS ? std::string() : fmt::format(" (the search failed: {})", cudnnGetErrorString(st)));
-    fwd_algo_ = f->algo;
-    fwd_bytes_ = f->memory;
-    use_math(fwd_, f->mathType);
+    if (st == CUDNN_STATUS_SUCCESS) {
+      if (const auto* p = choose(fwd, found, limit, math_, false)) conv = *p;
+    } else if (!transposed_) {
+      search_failure = fmt::format(" (the search failed: {})", cudnnGetErrorString(st));
+    }
 
     // A backward search that fails leaves the operator forward-only rather than refused.
     check_cudnn(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &count),
@@ -266,8 +335,11 @@ void ConvOp::choose_algorithms(size_t limit) {
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> d(static_cast<size_t>(std::max(count, 1)));
     st = cudnnFindConvolutionBackwardDataAlgorithmEx(h, w_.get(), w.get(), y_.get(), y.get(), data_.get(), x_.get(),
                                                      x.get(), count, &found, d.data(), scratch.get(), scratch.bytes());
-    if (st == CUDNN_STATUS_SUCCESS)
-      if (const auto* p = choose(d, found, limit, tf32_, true)) data = *p;
+    if (st == CUDNN_STATUS_SUCCESS) {
+      if (const auto* p = choose(d, found, limit, math_, true)) data = *p;
+    } else if (transposed_) {
+      search_failure = fmt::format(" (the search failed: {})", cudnnGetErrorString(st));
+    }
 
     check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count),
                 "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount");
@@ -276,24 +348,51 @@ void ConvOp::choose_algorithms(size_t limit) {
                                                        w.get(), count, &found, fl.data(), scratch.get(),
                                                        scratch.bytes());
     if (st == CUDNN_STATUS_SUCCESS)
-      if (const auto* p = choose(fl, found, limit, tf32_, true)) filter = *p;
+      if (const auto* p = choose(fl, found, limit, math_, true)) filter = *p;
   }
-  backward_ = data && filter;
-  if (backward_) {
+  // The op's forward direction must run; without the other two it is forward-only.
+  if (transposed_) {
+    refuse_if(!data, "no cuDNN backward data algorithm (ConvTranspose's forward) runs this convolution within {} "
+              "bytes of workspace{}", limit, search_failure);
     data_algo_ = data->algo;
-    filter_algo_ = filter->algo;
+    fwd_bytes_ = data->memory;
     use_math(data_, data->mathType);
+    backward_ = conv && filter;
+  } else {
+    refuse_if(!conv, "no cuDNN forward algorithm runs this convolution within {} bytes of workspace{}", limit,
+              search_failure);
+    fwd_algo_ = conv->algo;
+    fwd_bytes_ = conv->memory;
+    use_math(fwd_, conv->mathType);
+    backward_ = data && filter;
+  }
+  size_t backward_bytes = 0;
+  if (backward_) {
+    filter_algo_ = filter->algo;
     use_math(filter_, filter->mathType);
+    if (transposed_) {
+      fwd_algo_ = conv->algo;
+      use_math(fwd_, conv->mathType);
+      backward_bytes = std::max(conv->memory, filter->memory);
+    } else {
+      data_algo_ = data->algo;
+      use_math(data_, data->mathType);
+      backward_bytes = std::max(data->memory, filter->memory);
+    }
+  } else if (transposed_) {
+    forward_only(fmt::format("no cuDNN {} algorithm runs this convolution within {} bytes of workspace",
+                             conv ? "backward filter" : "forward", limit));
   } else {
     forward_only(fmt::format("no cuDNN backward {} algorithm runs this convolution within {} bytes of workspace",
                              data ? "filter" : "data", limit));
   }
-  workspace_ = DeviceBuffer(std::max({fwd_bytes_, backward_ ? data->memory : 0, backward_ ? filter->memory : 0}));
+  workspace_ = DeviceBuffer(std::max(fwd_bytes_, backward_bytes));
 }
 
 }  // namespace
 
-std::unique_ptr<Operator> make_cudnn_conv(const OpSpec& s) { return std::make_unique<ConvOp>(s); }
+std::unique_ptr<Operator> make_cudnn_conv(const OpSpec& s) { return std::make_unique<ConvOp>(s, false); }
+std::unique_ptr<Operator> make_cudnn_conv_transpose(const OpSpec& s) { return std::make_unique<ConvOp>(s, true); }
 
 }  // namespace d5::cuda
 

@@ -7,9 +7,16 @@ namespace d5::cuda {
 void register_cudnn_ops(OpRegistry& r) {
   add_op(r, "Conv", make_cudnn_conv,
          {.backward = true,
+          .any_dtype = true,
           .notes = "1-D, 2-D, 3-D; algorithms found by timing at creation within the workspace limit (default "
                    "256 MiB), deterministic backward preferred, FFT/Winograd only with TF32 allowed; refuses pads "
-                   "that differ at the two ends of an axis when they change the output extent"});
+                   "that differ at the two ends of an axis when they change the output extent; f16 and bf16 on "
+                   "tensor cores (f32 accumulation), without bias"});
+  add_op(r, "ConvTranspose", make_cudnn_conv_transpose,
+         {.backward = true,
+          .notes = "1-D, 2-D, 3-D; cuDNN's backward data as its forward, algorithms found by timing at creation "
+                   "as Conv's; refuses pads (after output_padding / output_shape / auto_pad) whose end exceeds "
+                   "the beginning, or exceeds it by a stride or more, where cuDNN's extents differ"});
   const std::string pool_notes =
       "1-D, 2-D, 3-D; refuses dilations, MaxPool's Indices output, and pads unequal at the two ends or ceil_mode "
       "where they change the output extent (or, with count_include_pad, the divisor)";

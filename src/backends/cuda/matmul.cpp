@@ -1,5 +1,5 @@
 // MatMul on cuBLAS with numpy.matmul semantics (1-D operands promoted, batch axes broadcast),
-// forward and backward, f32. One strided-batched call covers the usual cases (equal batches, or
+// forward and backward, in f32, f16 and bf16 (gemm.cpp). One strided-batched call covers the usual cases (equal batches, or
 // one operand shared by all); other broadcasts run one product per output matrix. A gradient of
 // an operand that was broadcast is computed per output matrix and summed back to its shape.
 #include "cuda_common.h"
@@ -45,6 +45,8 @@ int64_t uniform_stride(const std::vector<int64_t>& offsets) {
 class MatMulOp : public CudaOp {
  public:
   explicit MatMulOp(const OpSpec& s) : CudaOp(s) {
+    refuse_other_dtypes(s);
+    dtype_ = s.inputs[0].dtype;
     std::vector<int64_t> pa = s.inputs[0].shape.dims(), pb = s.inputs[1].shape.dims();
     if (pa.size() == 1) pa.insert(pa.begin(), 1);
     if (pb.size() == 1) pb.push_back(1);
@@ -60,18 +62,24 @@ class MatMulOp : public CudaOp {
     stride_a_ = uniform_stride(off_a_);
     stride_b_ = uniform_stride(off_b_);
     const int64_t nb = batch_.numel();
+    if (dtype_ != DType::f32 && (batch_a_.numel() != nb || batch_b_.numel() != nb)) {
+      forward_only(fmt::format("MatMul in {} with an operand broadcast over the batch: summing its gradient back "
+                               "runs on an f32-only kernel",
+                               to_string(dtype_)));
+      return;
+    }
     // Operands broadcast over the batch get their per-matrix gradients in scratch first.
     if (batch_a_.numel() != nb) scratch_a_ = DeviceBuffer(static_cast<size_t>(nb * m_ * k_) * sizeof(float));
     if (batch_b_.numel() != nb) scratch_b_ = DeviceBuffer(static_cast<size_t>(nb * k_ * n_) * sizeof(float));
   }
 
-  std::string implementation() const override { return allow_tf32() ? "cuda:cublas:sgemm(tf32)" : "cuda:cublas:sgemm"; }
+  std::string implementation() const override { return cublas_implementation(dtype_); }
 
   void forward(std::span<const Tensor> in, std::span<Tensor> out) override {
     check_inputs(in);
     if (k_ == 0) return zero_tensor(out[0]);  // sums of no terms
     // C_i = A_i B_i
-    products(false, false, m_, n_, k_, fptr(in[0]), off_a_, stride_a_, fptr(in[1]), off_b_, stride_b_, fptr(out[0]));
+    products(false, false, m_, n_, k_, in[0].data(), off_a_, stride_a_, in[1].data(), off_b_, stride_b_, out[0].data());
   }
 
   void backward(std::span<const Tensor> gy, std::span<const Tensor> in, std::span<const Tensor>,
@@ -80,14 +88,14 @@ class MatMulOp : public CudaOp {
     if (!gy[0].defined() || batch_.numel() * m_ * n_ * k_ == 0) return zero_gradients(gx);
     const std::vector<int64_t> own = out_offsets();
     if (gx[0].defined()) {  // dA_i = dY_i B_i^T
-      float* dst = scratch_a_.get() ? scratch_a_.as<float>() : fptr(gx[0]);
-      products(false, true, m_, k_, n_, fptr(gy[0]), own, m_ * n_, fptr(in[1]), off_b_, stride_b_, dst);
-      if (scratch_a_.get()) sum_back(dst, batch_a_, m_, k_, fptr(gx[0]));
+      void* dst = scratch_a_.get() ? scratch_a_.get() : gx[0].data();
+      products(false, true, m_, k_, n_, gy[0].data(), own, m_ * n_, in[1].data(), off_b_, stride_b_, dst);
+      if (scratch_a_.get()) sum_back(scratch_a_.as<float>(), batch_a_, m_, k_, fptr(gx[0]));
     }
     if (gx.size() > 1 && gx[1].defined()) {  // dB_i = A_i^T dY_i
-      float* dst = scratch_b_.get() ? scratch_b_.as<float>() : fptr(gx[1]);
-      products(true, false, k_, n_, m_, fptr(in[0]), off_a_, stride_a_, fptr(gy[0]), own, m_ * n_, dst);
-      if (scratch_b_.get()) sum_back(dst, batch_b_, k_, n_, fptr(gx[1]));
+      void* dst = scratch_b_.get() ? scratch_b_.get() : gx[1].data();
+      products(true, false, k_, n_, m_, in[0].data(), off_a_, stride_a_, gy[0].data(), own, m_ * n_, dst);
+      if (scratch_b_.get()) sum_back(scratch_b_.as<float>(), batch_b_, k_, n_, fptr(gx[1]));
     }
   }
 
@@ -98,18 +106,21 @@ class MatMulOp : public CudaOp {
     return o;
   }
 
-  // C_i (m x n, dense, batch-major) = op(X_i) op(Y_i) for every output batch i.
-  void products(bool tx, bool ty, int64_t m, int64_t n, int64_t k, const float* x, const std::vector<int64_t>& ox,
-                int64_t sx, const float* y, const std::vector<int64_t>& oy, int64_t sy, float* c) const {
+  // C_i (m x n, dense, batch-major) = op(X_i) op(Y_i) for every output batch i; offsets in elements.
+  void products(bool tx, bool ty, int64_t m, int64_t n, int64_t k, const void* x, const std::vector<int64_t>& ox,
+                int64_t sx, const void* y, const std::vector<int64_t>& oy, int64_t sy, void* c) const {
     const int64_t nb = batch_.numel();
     if (nb == 0 || m * n == 0) return;
     if (sx >= 0 && sy >= 0) {
-      gemm_rm(tx, ty, m, n, k, 1.0f, x, sx, y, sy, 0.0f, c, m * n, nb);
+      gemm_rm(dtype_, tx, ty, m, n, k, 1.0f, x, sx, y, sy, 0.0f, c, m * n, nb);
       return;
     }
+    const auto e = static_cast<int64_t>(dtype_size(dtype_));
+    const char *xb = static_cast<const char*>(x), *yb = static_cast<const char*>(y);
+    char* cb = static_cast<char*>(c);
     for (int64_t i = 0; i < nb; ++i)
-      gemm_rm(tx, ty, m, n, k, 1.0f, x + ox[static_cast<size_t>(i)], 0, y + oy[static_cast<size_t>(i)], 0, 0.0f,
-              c + i * m * n, 0, 1);
+      gemm_rm(dtype_, tx, ty, m, n, k, 1.0f, xb + ox[static_cast<size_t>(i)] * e, 0, yb + oy[static_cast<size_t>(i)] * e,
+              0, 0.0f, cb + i * m * n * e, 0, 1);
   }
 
   // Sums per-output-batch matrices (rows x cols each) back to an operand of batch shape `mine`.
@@ -126,6 +137,7 @@ class MatMulOp : public CudaOp {
     check_launch("sum_to_shape");
   }
 
+  DType dtype_ = DType::f32;
   int64_t m_ = 0, n_ = 0, k_ = 0;
   Shape batch_a_, batch_b_, batch_;
   std::vector<int64_t> off_a_, off_b_;
@@ -138,7 +150,10 @@ class MatMulOp : public CudaOp {
 void register_matmul_op(OpRegistry& r) {
   add_op(
       r, "MatMul", [](const OpSpec& s) { return std::make_unique<MatMulOp>(s); },
-      {.backward = true, .notes = "f32 on cublasSgemm(StridedBatched); batch axes broadcast; TF32 only with --math tf32"});
+      {.backward = true,
+       .any_dtype = true,
+       .notes = "f32 on cublasSgemm(StridedBatched), TF32 only with --math tf32; f16 and bf16 on tensor cores "
+                "(f32 accumulation); batch axes broadcast (in f32 only where an operand is broadcast)"});
 }
 
 }  // namespace d5::cuda

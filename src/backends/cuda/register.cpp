@@ -100,6 +100,11 @@ void register_operators(OpRegistry& r) {
   register_cudnn_ops(r);
   register_movement_ops(r);
   register_dropout_op(r);
+  register_rnn_ops(r);
+  register_constant_ops(r);
+  register_logic_ops(r);
+  register_variadic_ops(r);
+  register_instance_norm_op(r);
 }
 
 }  // namespace d5::cuda

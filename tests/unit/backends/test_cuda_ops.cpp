@@ -4,6 +4,8 @@
 // Without a GPU the operators must refuse with the reason, and the GPU tests show as skipped.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "../ops/op_test_util.h"
 #include "backend_test_util.h"
 #include "cuda_test_util.h"
@@ -65,6 +67,51 @@ TEST(CudaOperators, MatMulBroadcastsBatchesAndPromotesVectors) {
     SCOPED_TRACE(a.to_string() + " x " + b.to_string());
     const auto in = randoms({a, b});
     expect_matches_reference(spec_for("MatMul", in), in, "cuda");
+  }
+}
+
+// f16 and bf16 products on tensor cores against the reference's widened result (f32 on the same
+// values, rounded once): each side rounds its f32 sum once, so they may differ by one unit in the
+// last place of the narrow type (2^-10 relative for f16, 2^-7 for bf16), and by f32 summation order.
+TEST(CudaOperators, HalfAndBfloat16ProductsMatchTheWidenedReference) {
+  D5_REQUIRE_GPU();
+  register_builtin_operators();
+  for (auto [t, tol] : {std::pair{DType::f16, Tolerance{2e-3, 1e-3}}, {DType::bf16, Tolerance{1.6e-2, 1e-2}}}) {
+    const auto narrow = [t](const std::vector<Shape>& shapes) {
+      std::vector<Tensor> v;
+      for (const Tensor& x : randoms(shapes)) v.push_back(x.cast(t));
+      return v;
+    };
+    const int64_t m = 33, k = 70, n = 17;
+    for (int ta : {0, 1})
+      for (int tb : {0, 1}) {
+        SCOPED_TRACE(fmt::format("{} transA {} transB {}", to_string(t), ta, tb));
+        const auto in = narrow({ta ? Shape{k, m} : Shape{m, k}, tb ? Shape{n, k} : Shape{k, n}});
+        const OpSpec s = spec_for("Gemm", in, Attributes{{"transA", int64_t{ta}}, {"transB", int64_t{tb}}, {"alpha", 0.5}});
+        EXPECT_NE(OpRegistry::global().create(s, "cuda")->implementation().find(std::string(to_string(t))), std::string::npos);
+        expect_matches_reference(s, in, "cuda", tol);
+      }
+    SCOPED_TRACE(to_string(t));
+    const auto batched = narrow({Shape{3, 8, 40}, Shape{3, 40, 24}});
+    expect_matches_reference(spec_for("MatMul", batched), batched, "cuda", tol);
+    // One B for every batch: forward only, since summing its gradient back is an f32 kernel.
+    const auto shared = narrow({Shape{2, 8, 40}, Shape{40, 24}});
+    auto op = OpRegistry::global().create(spec_for("MatMul", shared), "cuda");
+    EXPECT_FALSE(op->has_gradient());
+    EXPECT_NE(op->no_gradient_reason().find("f32-only"), std::string::npos) << op->no_gradient_reason();
+    expect_matches_reference(spec_for("MatMul", shared), shared, "cuda", tol, false);
+    // A padded, strided 3x3 convolution and a grouped one, forward and both gradients.
+    const auto conv = narrow({Shape{2, 8, 9, 9}, Shape{16, 8, 3, 3}});
+    const auto conv_spec = spec_for("Conv", conv, Attributes{{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                                              {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                                                              {"strides", std::vector<int64_t>{2, 1}}});
+    EXPECT_NE(OpRegistry::global().create(conv_spec, "cuda")->implementation().find("f32 accumulate"),
+              std::string::npos);
+    expect_matches_reference(conv_spec, conv, "cuda", tol);
+    const auto grouped = narrow({Shape{2, 8, 7, 7}, Shape{8, 2, 3, 3}});
+    expect_matches_reference(
+        spec_for("Conv", grouped, Attributes{{"kernel_shape", std::vector<int64_t>{3, 3}}, {"group", int64_t{4}}}),
+        grouped, "cuda", tol);
   }
 }
 
@@ -155,6 +202,52 @@ TEST(CudaOpBench, ChecksAndTimesOnTheDeviceClock) {
       EXPECT_LT(m.summary->median, 2.0);
     }
   EXPECT_TRUE(has_fraction);
+}
+
+// In bf16 the same case runs on tensor cores, is checked against the widened reference, and its
+// fraction is of the tensor-core peak. The device's counters come with every GPU case: the
+// allocator's high-water mark always, clocks, utilization and energy where NVML is there.
+TEST(CudaOpBench, Bfloat16CasesAndDeviceMetrics) {
+  D5_REQUIRE_GPU();
+  register_builtin_operators();
+  ProblemContext ctx(in_dtype(load_suite("deepbench-gemm-training", 7).at(2), DType::bf16));
+  OpBenchOptions o;
+  o.mode = BenchMode::Grad;
+  o.min_time = 1.0;  // long enough for NVML's energy counter to step several times
+  o.max_time = 2.0;
+  const CaseResult c = bench_problem(ctx, "cuda", o);
+  ASSERT_EQ(c.state, CaseState::Passed) << c.detail;
+  EXPECT_NE(c.extra["implementation"].get<std::string>().find("bf16"), std::string::npos) << c.extra["implementation"];
+  std::map<std::string, MetricRecord> m;
+  for (const auto& r : c.metrics) m[r.name] = r;
+  ASSERT_TRUE(m.count("device_peak_memory"));
+  ASSERT_TRUE(m["device_peak_memory"].summary.has_value());
+  // The inputs, the upstream gradient and the input gradients are all held during a backward run.
+  EXPECT_GE(m["device_peak_memory"].summary->median, static_cast<double>(ctx.problem().tensor_bytes));
+  for (const char* name : {"device_sm_clock", "device_utilization", "device_energy"}) {
+    ASSERT_TRUE(m.count(name)) << name;
+    const MetricRecord& r = m[name];
+    if (!r.available) {
+      RecordProperty(name, r.unavailable_reason);
+      EXPECT_FALSE(r.unavailable_reason.empty()) << name;
+      continue;
+    }
+    ASSERT_TRUE(r.summary.has_value()) << name;
+    // Utilization may read 0: microsecond kernels between flushes fill under 1 % of a period.
+    EXPECT_GE(r.summary->median, 0) << name;
+  }
+  if (m["device_sm_clock"].available) {
+    EXPECT_GT(m["device_sm_clock"].summary->median, 100);  // MHz
+    EXPECT_LE(m["device_utilization"].summary->median, 1.0);
+    // A Hopper GPU under load draws tens to hundreds of watts.
+    if (m["device_energy"].available) {
+      const double watts = m["device_energy"].info["mean_power_w"].get<double>();
+      EXPECT_GT(watts, 20);
+      EXPECT_LT(watts, 2000);
+    }
+  }
+  ASSERT_TRUE(m.count("peak_fraction"));
+  EXPECT_GT(m["peak_fraction"].info["peak_gflops"].get<double>(), 1e5);  // tensor cores: > 100 TFLOP/s
 }
 
 }  // namespace

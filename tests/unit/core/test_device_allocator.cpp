@@ -116,6 +116,25 @@ TEST(DeviceAllocator, FreedBlocksAreReusedAndCounted) {
   EXPECT_EQ(alloc->stats(1).peak_bytes, alloc->stats(1).allocated_bytes);
 }
 
+// A device short of memory only because blocks of other sizes wait in the cache gets them back
+// and serves the request; one that is really full fails with the request's size.
+TEST(DeviceAllocator, AFullDeviceGivesBackTheCacheBeforeFailing) {
+  auto alloc = test::test_memory_allocator("tinymem");
+  alloc->capacity = 8192;
+  { const auto small = alloc->allocate(4000, 0); }  // the 4096-byte class, cached after this
+  EXPECT_EQ(alloc->stats(0).reserved_bytes, 4096);
+  const auto big = alloc->allocate(8000, 0);  // 8192 bytes: fits only without the cached block
+  ASSERT_NE(big, nullptr);
+  EXPECT_EQ(alloc->stats(0).reserved_bytes, 8192);
+  EXPECT_EQ(alloc->raw_bytes, 8192u);
+  try {
+    alloc->allocate(100, 0);
+    FAIL() << "a full device handed out a block";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("out of tinymem memory allocating 100 bytes"), std::string::npos) << e.what();
+  }
+}
+
 TEST(DeviceAllocator, CopiesBetweenTwoDeviceKindsGoThroughTheHost) {
   const Device a = test::test_memory_device(0, "testmem");
   const Device b = test::test_memory_device(0, "testmem_b");

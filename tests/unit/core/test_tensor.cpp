@@ -1,5 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include <limits>
+
+#include <cmath>
+
 #include <cstdint>
 #include <cstdlib>
 
@@ -35,6 +41,30 @@ TEST(Tensor, ViewBorrowsCallerMemory) {
   EXPECT_THROW(v.at<float>({2, 0}), InvalidArgument);
   EXPECT_THROW(v.at<float>({0}), InvalidArgument);
   EXPECT_THROW(v.data_as<double>(), InvalidArgument);
+}
+
+// The direct f32 <-> f16/bf16 casts round exactly as the element-wise conversions do, specials
+// and subnormals included.
+TEST(Tensor, HalfCastsRoundAsTheScalarConversions) {
+  const std::vector<float> v = {0.0f, -0.0f, 1.0f, 65504.0f, 70000.0f, 1e-7f, 6.1e-5f, -2.5e-8f, 3.14159f,
+                                std::numeric_limits<float>::infinity(), std::nanf(""), 1.0f + 0x1p-11f,
+                                1.0f + 0x1p-8f, 3.4e38f};
+  Tensor f(DType::f32, Shape{static_cast<int64_t>(v.size())});
+  std::copy(v.begin(), v.end(), f.data_as<float>());
+  const Tensor h = f.cast(DType::f16), b = f.cast(DType::bf16);
+  const Tensor hf = h.cast(DType::f32), bf = b.cast(DType::f32);
+  for (size_t i = 0; i < v.size(); ++i) {
+    SCOPED_TRACE(v[i]);
+    EXPECT_EQ(h.data_as<Half>()[i].bits, float_to_half(v[i]));
+    EXPECT_EQ(b.data_as<BFloat16>()[i].bits, float_to_bfloat16(v[i]));
+    const float back_h = half_to_float(float_to_half(v[i])), back_b = bfloat16_to_float(float_to_bfloat16(v[i]));
+    if (std::isnan(v[i])) {
+      EXPECT_TRUE(std::isnan(hf.data_as<float>()[i]) && std::isnan(bf.data_as<float>()[i]));
+    } else {
+      EXPECT_EQ(hf.data_as<float>()[i], back_h);
+      EXPECT_EQ(bf.data_as<float>()[i], back_b);
+    }
+  }
 }
 
 TEST(Tensor, FillCastAndGenericAccess) {

@@ -13,6 +13,7 @@
 //   trades against: smaller batches fit the faster algorithm under a workspace limit.
 #include "../gemm_kernel.h"
 #include "nn_common.h"
+#include "widened.h"
 
 namespace d5::reference {
 
@@ -147,7 +148,7 @@ void register_conv_ops(OpRegistry& r) {
       .backend = "reference",
       .name = "reference:batched-im2col",
       .backward = true,
-      .create = [geometry](const OpSpec& s) -> OpCreateResult {
+      .create = widening([geometry](const OpSpec& s) -> OpCreateResult {
         const auto [d, w] = geometry(s);
         if (d.n == 1) return std::string("a batch of one image: the per-image algorithm runs the same GEMM without the copy");
         auto op = std::make_unique<BatchedConvOp>(s, d, w);
@@ -156,18 +157,18 @@ void register_conv_ops(OpRegistry& r) {
           return fmt::format("batched im2col needs {} bytes of workspace, over the limit of {} bytes",
                              op->workspace_bytes(), limit);
         return op;
-      },
+      }),
       .notes = fmt::format("one GEMM per group over the whole batch; refuses when its workspace (im2col of the "
                            "batch) exceeds the spec's workspace limit (default {} MiB)",
                            kBatchedDefaultLimit >> 20)});
-  add_op(r, "Conv", true, [geometry](const OpSpec& s) -> OpCreateResult {
+  add_op(r, "Conv", true, widening([geometry](const OpSpec& s) -> OpCreateResult {
     const auto [d, w] = geometry(s);
     auto op = std::make_unique<ConvOp>(s, d, w);
     if (s.workspace_limit >= 0 && op->workspace_bytes() > s.workspace_limit)
       return fmt::format("per-image im2col needs {} bytes of workspace, over the limit of {} bytes",
                          op->workspace_bytes(), s.workspace_limit);
     return op;
-  });
+  }));
 }
 
 }  // namespace d5::reference

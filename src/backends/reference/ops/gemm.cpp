@@ -5,6 +5,7 @@
 
 #include "../gemm_kernel.h"
 #include "nn_common.h"
+#include "widened.h"
 
 namespace d5::reference {
 
@@ -124,6 +125,6 @@ class GemmOp : public ReferenceOp {
 
 }  // namespace
 
-void register_gemm_ops(OpRegistry& r) { add_op(r, "Gemm", true, make<GemmOp>); }
+void register_gemm_ops(OpRegistry& r) { add_op(r, "Gemm", true, widening(make<GemmOp>)); }
 
 }  // namespace d5::reference

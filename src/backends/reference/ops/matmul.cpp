@@ -3,6 +3,7 @@
 // the axis they add is dropped from the result.
 #include "../gemm_kernel.h"
 #include "nn_common.h"
+#include "widened.h"
 
 namespace d5::reference {
 
@@ -132,6 +133,6 @@ class MatMulOp : public ReferenceOp {
 
 }  // namespace
 
-void register_matmul_ops(OpRegistry& r) { add_op(r, "MatMul", true, make<MatMulOp>); }
+void register_matmul_ops(OpRegistry& r) { add_op(r, "MatMul", true, widening(make<MatMulOp>)); }
 
 }  // namespace d5::reference
