@@ -82,6 +82,10 @@ if(D5_HAVE_CUDA)
     set(CMAKE_CUDA_ARCHITECTURES "80-real;90" CACHE STRING "GPU architectures of the CUDA backend")
   endif()
   enable_language(CUDA)
+  # The C++ launcher (ccache, from the Makefile) caches nvcc's work too: the kernels take minutes.
+  if(CMAKE_CXX_COMPILER_LAUNCHER AND NOT CMAKE_CUDA_COMPILER_LAUNCHER)
+    set(CMAKE_CUDA_COMPILER_LAUNCHER "${CMAKE_CXX_COMPILER_LAUNCHER}")
+  endif()
   add_library(D5::cudnn UNKNOWN IMPORTED)
   set_target_properties(D5::cudnn PROPERTIES IMPORTED_LOCATION "${D5_CUDNN_LIBRARY}"
                         INTERFACE_INCLUDE_DIRECTORIES "${D5_CUDNN_INCLUDE_DIR}")
