@@ -9,28 +9,7 @@ namespace d5 {
 
 namespace {
 
-std::shared_ptr<const DeviceSensors> sensors_of(Device d, std::string* reason) {
-  return allocator_for(d).sensors(d.index, reason);
-}
-
-MetricRecord unavailable(const Metric& m, std::string reason) {
-  MetricRecord r;
-  r.name = m.name();
-  r.unit = m.unit();
-  r.available = false;
-  r.unavailable_reason = std::move(reason);
-  return r;
-}
-
 double now_s() { return static_cast<double>(wall_now_ns()) * 1e-9; }
-
-// Whether a metric that last read at `last` (< 0: never) may read again now.
-bool due(double& last, double interval) {
-  const double t = now_s();
-  if (last >= 0 && t - last < interval) return false;
-  last = t;
-  return true;
-}
 
 std::string joined(const std::set<std::string>& s) {
   std::string out;
@@ -40,49 +19,72 @@ std::string joined(const std::set<std::string>& s) {
 
 }  // namespace
 
-DeviceEnergy::DeviceEnergy(Device d, double min_interval)
-    : sensors_(sensors_of(d, &reason_)), min_interval_(min_interval) {}
+DeviceSensorMetric::DeviceSensorMetric(Device d, double min_interval)
+    : sensors_(allocator_for(d).sensors(d.index, &reason_)), min_interval_(min_interval) {}
+
+void DeviceSensorMetric::reset() {
+  Metric::reset();
+  last_read_ = -1;
+}
+
+std::optional<DeviceSensorReading> DeviceSensorMetric::read_if_due(bool now_anyway) {
+  if (!sensors_) return std::nullopt;
+  const double t = now_s();
+  if (!now_anyway && last_read_ >= 0 && t - last_read_ < min_interval_) return std::nullopt;
+  last_read_ = t;
+  return sensors_->read(&reason_);
+}
+
+MetricRecord DeviceSensorMetric::unavailable_record(const std::string& fallback) const {
+  MetricRecord r;
+  r.name = name();
+  r.unit = unit();
+  r.available = false;
+  r.unavailable_reason = reason_.empty() ? fallback : reason_;
+  return r;
+}
 
 void DeviceEnergy::reset() {
-  Metric::reset();
+  DeviceSensorMetric::reset();
   first_ = last_ = -1;
   runs_ = runs_read_ = steps_ = 0;
 }
 
+// The series starts with the first run's begin; later begins do not read.
 void DeviceEnergy::begin() {
-  if (!sensors_ || runs_ > 0) return;
-  const auto r = sensors_->read(&reason_);
+  if (first_ >= 0 || runs_ > 0) return;
+  const auto r = read_if_due(true);
   if (!r) return;
   if (!r->energy_joules) {
     reason_ = sensors_->source() + " reports no energy counter for this device";
     return;
   }
   first_ = last_ = *r->energy_joules;
-  wall_first_ = wall_last_ = now_s();
+  wall_first_ = wall_last_ = last_read_;
 }
 
 void DeviceEnergy::end() {
-  if (!sensors_ || first_ < 0) return;
+  if (first_ < 0) return;
   ++runs_;
-  if (now_s() - wall_last_ < min_interval_) return;
-  const auto r = sensors_->read(&reason_);
+  const auto r = read_if_due();
   if (!r || !r->energy_joules) return;
   if (*r->energy_joules != last_) ++steps_;
   last_ = *r->energy_joules;
-  wall_last_ = now_s();
+  wall_last_ = last_read_;
   runs_read_ = runs_;
 }
 
 MetricRecord DeviceEnergy::result() const {
-  if (!sensors_) return unavailable(*this, reason_);
-  if (first_ < 0 || runs_read_ == 0)
-    return unavailable(*this, reason_.empty() ? "no energy reading succeeded" : reason_);
+  if (first_ < 0 || runs_read_ == 0) return unavailable_record("no energy reading succeeded");
   const double window = wall_last_ - wall_first_;
-  if (steps_ < kMinCounterSteps)
-    return unavailable(*this, fmt::format("the energy counter ({}) advanced {} times in the {:.3f} s of {} runs, "
+  if (steps_ < kMinCounterSteps) {
+    MetricRecord r = unavailable_record("");
+    r.unavailable_reason = fmt::format("the energy counter ({}) advanced {} times in the {:.3f} s of {} runs, "
                                           "too coarse to share among them (at least {} needed); run longer "
                                           "(--min-time)",
-                                          sensors_->source(), steps_, window, runs_read_, kMinCounterSteps));
+                                          sensors_->source(), steps_, window, runs_read_, kMinCounterSteps);
+    return r;
+  }
   MetricRecord r;
   r.name = name();
   r.unit = unit();
@@ -100,19 +102,14 @@ MetricRecord DeviceEnergy::result() const {
   return r;
 }
 
-DeviceClock::DeviceClock(Device d, double min_interval)
-    : sensors_(sensors_of(d, &reason_)), min_interval_(min_interval) {}
-
 void DeviceClock::reset() {
-  Metric::reset();
+  DeviceSensorMetric::reset();
   throttled_ = 0;
-  last_read_ = -1;
   reasons_.clear();
 }
 
 void DeviceClock::end() {
-  if (!sensors_ || !due(last_read_, min_interval_)) return;
-  const auto r = sensors_->read(&reason_);
+  const auto r = read_if_due();
   if (!r) return;
   add_sample(r->sm_clock_mhz);
   memory_clock_mhz_ = r->memory_clock_mhz;
@@ -128,8 +125,7 @@ std::string DeviceClock::throttle_note() const {
 }
 
 MetricRecord DeviceClock::result() const {
-  if (!sensors_) return unavailable(*this, reason_);
-  if (samples_.empty()) return unavailable(*this, reason_.empty() ? "no clock reading succeeded" : reason_);
+  if (samples_.empty()) return unavailable_record("no clock reading succeeded");
   MetricRecord r = Metric::result();
   r.info = {{"source", sensors_->source()},
             {"memory_clock_mhz", memory_clock_mhz_},
@@ -139,23 +135,13 @@ MetricRecord DeviceClock::result() const {
   return r;
 }
 
-DeviceUtilization::DeviceUtilization(Device d, double min_interval)
-    : sensors_(sensors_of(d, &reason_)), min_interval_(min_interval) {}
-
-void DeviceUtilization::reset() {
-  Metric::reset();
-  last_read_ = -1;
-}
-
 void DeviceUtilization::end() {
-  if (!sensors_ || !due(last_read_, min_interval_)) return;
-  const auto r = sensors_->read(&reason_);
+  const auto r = read_if_due();
   if (r && r->utilization) add_sample(*r->utilization);
 }
 
 MetricRecord DeviceUtilization::result() const {
-  if (!sensors_) return unavailable(*this, reason_);
-  if (samples_.empty()) return unavailable(*this, reason_.empty() ? "the device reports no utilization" : reason_);
+  if (samples_.empty()) return unavailable_record("the device reports no utilization");
   MetricRecord r = Metric::result();
   r.info = {{"source", sensors_->source()},
             {"period", "the driver's last sample period (1/6 s to 1 s), not one run"}};

@@ -124,6 +124,18 @@ TEST(OpBench, GradModeTimesBackward) {
   EXPECT_EQ(c.extra["implementation"], "reference");
 }
 
+// A bf16 problem on the reference: its widened Gemm checks forward and backward against itself
+// and says how it computes.
+TEST(OpBench, Bfloat16ProblemsRunOnTheWidenedReference) {
+  register_test_backends();
+  ProblemContext ctx(in_dtype(parse_suite("m,n,k,a_t,b_t\n8,4,16,1,0\n", "g.csv", "tiny-gemm", 3).at(0), DType::bf16));
+  const CaseResult c = bench_problem(ctx, "reference", fast(BenchMode::Grad));
+  ASSERT_EQ(c.state, CaseState::Passed) << c.detail;
+  EXPECT_NE(c.extra["implementation"].get<std::string>().find("widened to f32"), std::string::npos)
+      << c.extra["implementation"];
+  EXPECT_EQ(c.params["dtype"], "bf16");
+}
+
 TEST(OpBench, WrongResultsFailWithTheWorstElement) {
   register_test_backends();
   ProblemContext ctx(tiny_rnn());

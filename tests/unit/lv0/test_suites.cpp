@@ -187,4 +187,29 @@ TEST(Suites, InputsAreReproducibleAndScaled) {
   EXPECT_GT(max_w, 0.125);
 }
 
+// --dtype: the same problem in f16 or bf16 reads the f32 draws rounded, holds half the bytes and
+// says its dtype; other dtypes are refused.
+TEST(Suites, InDtypeNarrowsTheInputsOfTheSameDraw) {
+  const Problem p = one("m,n,k,a_t,b_t\n8,4,16,0,1\n");
+  const auto wide = generate_inputs(p);
+  for (DType t : {DType::f16, DType::bf16}) {
+    const Problem q = in_dtype(p, t);
+    EXPECT_EQ(q.spec.inputs[0].dtype, t);
+    EXPECT_EQ(q.spec.inputs[1].dtype, t);
+    EXPECT_EQ(q.tensor_bytes * 2, p.tensor_bytes);
+    EXPECT_EQ(q.params["dtype"], std::string(to_string(t)));
+    const auto narrow = generate_inputs(q);
+    ASSERT_EQ(narrow.size(), wide.size());
+    for (size_t i = 0; i < wide.size(); ++i) {
+      ASSERT_EQ(narrow[i].dtype(), t);
+      const Tensor rounded = wide[i].cast(t);
+      for (int64_t k = 0; k < wide[i].numel(); ++k) ASSERT_EQ(narrow[i].get(k), rounded.get(k)) << i << " " << k;
+    }
+  }
+  const Problem same = in_dtype(p, DType::f32);
+  EXPECT_EQ(same.spec.inputs[0].dtype, DType::f32);
+  EXPECT_FALSE(same.params.contains("dtype"));
+  EXPECT_THROW(in_dtype(p, DType::i32), InvalidArgument);
+}
+
 }  // namespace d5::test
