@@ -8,7 +8,7 @@ CCACHE := $(shell command -v ccache 2>/dev/null)
 GENERATOR := $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
 LAUNCHER := $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
 
-.PHONY: deps configure build test run clean
+.PHONY: deps configure build test test-reduced test-asan test-tsan run clean fuzz
 
 deps:
 	bash scripts/install-deps.sh
@@ -32,3 +32,45 @@ run: deps
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+# The smallest build: the reference backend only, no LibTorch, oneDNN, MPI, ONNX or CUDA. Its
+# tests show that nothing depends on an optional library by accident (docs/building.md).
+REDUCED_BUILD_DIR ?= build-reduced
+REDUCED_ARGS := -DD5_WITH_TORCH=OFF -DD5_WITH_ONEDNN=OFF -DD5_WITH_MPI=OFF -DD5_WITH_ONNX=OFF -DD5_WITH_CUDA=OFF
+
+# Sanitizer builds (docs/sanitizers.md): ASan + UBSan, and TSan, each in a build directory of its
+# own, without the backends whose libraries are not instrumented. The binaries run whole; the first
+# report fails the target.
+SANITIZE_ARGS := -DD5_WITH_TORCH=OFF -DD5_WITH_ONEDNN=OFF -DD5_WITH_CUDA=OFF -DD5_WITH_MPI=OFF -DD5_BUILD_BENCH=OFF
+ASAN_TESTS ?= d5_test_core d5_test_metrics d5_test_results d5_test_compare d5_test_runner d5_test_lv2_data \
+  test_lv2_images d5_test_lv2_sampling d5_test_onnx d5_test_recipes
+TSAN_TESTS ?= d5_test_lv2_sampling d5_test_lv2_data d5_test_runner d5_test_core
+
+test-asan: deps
+	$(MAKE) configure BUILD_DIR=build-asan BUILD_TYPE=RelWithDebInfo CMAKE_ARGS="-DD5_SANITIZE=address $(SANITIZE_ARGS)"
+	cmake --build build-asan -j $(JOBS) --target $(ASAN_TESTS)
+	bash scripts/run-sanitized-tests.sh build-asan address $(ASAN_TESTS)
+
+test-tsan: deps
+	$(MAKE) configure BUILD_DIR=build-tsan BUILD_TYPE=RelWithDebInfo CMAKE_ARGS="-DD5_SANITIZE=thread $(SANITIZE_ARGS)"
+	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
+	bash scripts/run-sanitized-tests.sh build-tsan thread $(TSAN_TESTS)
+
+test-reduced: deps
+	$(MAKE) build BUILD_DIR=$(REDUCED_BUILD_DIR) CMAKE_ARGS="$(REDUCED_ARGS) $(CMAKE_ARGS)"
+	cd $(REDUCED_BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+# libFuzzer harnesses of every parser of outside input (docs/fuzzing.md): a clang build of its own
+# (sanitizers instrument every library), then each harness for FUZZ_SECONDS from its seed corpus.
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD_DIR ?= build-fuzz
+FUZZ_JOBS ?= $(JOBS)
+
+$(FUZZ_BUILD_DIR)/CMakeCache.txt:
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD_DIR) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DD5_FUZZ=ON \
+	  -DD5_BUILD_TESTS=OFF -DD5_BUILD_BENCH=OFF -DD5_WITH_TORCH=OFF -DD5_WITH_ONEDNN=OFF -DD5_WITH_MPI=OFF \
+	  -DD5_WITH_CUDA=OFF $(LAUNCHER)
+
+fuzz: $(FUZZ_BUILD_DIR)/CMakeCache.txt
+	cmake --build $(FUZZ_BUILD_DIR) -j $(FUZZ_JOBS) --target d5_fuzz
+	bash scripts/run-fuzzers.sh $(FUZZ_BUILD_DIR) $(FUZZ_SECONDS)

@@ -36,3 +36,8 @@ function(d5_resolve_dependency option found hint)
     set(${have} OFF PARENT_SCOPE)
   endif()
 endfunction()
+
+# libFuzzer harnesses for every parser of outside input (fuzz/, docs/fuzzing.md). Needs clang:
+# the whole build then carries sanitizer coverage, so use a build directory of its own
+# (`make fuzz` uses build-fuzz).
+option(D5_FUZZ "Build the libFuzzer harnesses in fuzz/ (clang only)" OFF)

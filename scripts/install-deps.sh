@@ -29,6 +29,9 @@ PACKAGES=(
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
   # the test that renders `d5 report`'s page headless
   chromium
+  # `make fuzz` (docs/fuzzing.md): clang, and libclang-rt-14-dev for libFuzzer and the sanitizer
+  # runtimes (libclang_rt.fuzzer-x86_64.a, libclang_rt.asan-x86_64.a)
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -134,7 +134,7 @@ int run_scaling(const ScalingOpts& o, const GlobalOptions& g) {
     const std::string err = read_text(dir / "err");
     D5_CHECK(rc == 0 && fs::exists(result), IoError, "the run on {} ranks failed (exit {}): {}\ncommand: {}", n, rc,
              err.substr(0, 2000), fmt::join(argv, " "));
-    Results r = results_from_json(nlohmann::json::parse(read_text(result)));
+    Results r = read_results(result.string());
     D5_CHECK(r.cases.size() == 1, FormatError, "the run on {} ranks wrote {} cases, not 1", n, r.cases.size());
     p.train = r.cases[0];
     p.time_s = p.train.extra.value("training_time_s", 0.0);

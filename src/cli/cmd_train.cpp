@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -25,6 +26,7 @@
 #include "deep500/metrics/reporter.h"
 #include "deep500/train/samplers.h"
 #include "deep500/train/trainer.h"
+#include "interrupt.h"
 #include "progress.h"
 #include "train_dist.h"
 #ifdef D5_HAVE_ONNX
@@ -235,7 +237,14 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
                          : make_sampler(o.sampler, *train_set, o.batch, /*drop_last=*/true, sampler_seed),
                     DataLoaderOptions{o.prefetch, 1});
 
-  const TrainingOptions to = training_options(o, comm, writes);
+  TrainingOptions to = training_options(o, comm, writes);
+  // One process stops cleanly on SIGINT/SIGTERM; the ranks of a distributed run are ended by their
+  // launcher (docs/distributed.md#faults).
+  std::optional<InterruptGuard> interrupt;
+  if (!comm) {
+    interrupt.emplace();
+    to.interrupted = [] { return InterruptGuard::signal() != 0; };
+  }
   Trainer trainer(*executor, loader, test_set.get(), *optimizer, to);
   trainer.add_event(std::make_shared<TrainingProgressBar>(writes && o.out.format != "json",
                                                           planned_steps(to, train_set->size(), o.batch, comm)));
@@ -270,6 +279,14 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
   res.manifest = make_manifest(settings);
   res.manifest["extra"] = run_facts(o, tn, *train_set, test_set.get());
   emit_text(console_text(res, r), to_json(res), o.out);
+  if (r.stop_reason == StopReason::interrupted) {
+    const int sig = InterruptGuard::signal();
+    std::cerr << fmt::format("d5: {} stopped training after step {}; results written{}\n", signal_name(sig),
+                             trainer.progress().step,
+                             o.checkpoint.empty() ? " (no --checkpoint: nothing to resume)"
+                                                  : fmt::format(", resume with --resume {}", o.checkpoint));
+    return kExitInterruptedBase + sig;
+  }
   return exit_code_for(res);
 }
 

@@ -33,6 +33,9 @@ void add_dist_options(CLI::App& cmd, DistOptions& o) {
       ->check(CLI::NonNegativeNumber);
   option("--avg-every", "average_every", "mavg: local steps between parameter averages (default 1)")
       ->check(CLI::PositiveNumber);
+  cmd.add_flag_callback("--fixed-order", [&o] { o.given["fixed_order"] = 1; },
+                        "asgd: serve workers in rank order, one push each per step, so that a run is "
+                        "deterministic (default: whichever worker pushes first)");
   option("--topk", "topk", "sparse: fraction of gradient elements each rank sends, in (0, 1] (default 0.01)")
       ->check(CLI::Range(0.0, 1.0));
   cmd.add_option("--dist-timeout", o.timeout_s,

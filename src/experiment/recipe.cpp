@@ -105,7 +105,7 @@ std::vector<PlannedRun> plan_runs(const Recipe& recipe, const std::vector<Overri
                  "--set {}: '{}' is fixed in entry '{}' of recipe '{}' ({} division); only mutable options change",
                  o.key, o.key, e.name, recipe.name, to_string(recipe.division));
       if (e.grid.contains(o.key)) {
-        const nlohmann::json v = parse_override_value(o.value);
+        const Params v = parse_override_value(o.value);  // the grid's own type: clang finds == of mixed types ambiguous
         const auto& values = e.grid[o.key];
         if (recipe.division == Division::Closed && (o.key == "model" || o.key == "optimizer") &&
             std::find(values.begin(), values.end(), v) == values.end())

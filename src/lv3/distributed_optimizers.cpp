@@ -95,8 +95,9 @@ namespace {
 constexpr int kPushTag = 0x5051, kPullTag = 0x5052;
 }  // namespace
 
-InconsistentCentralized::InconsistentCentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm)
-    : DistributedOptimizer(std::move(inner), std::move(comm)) {
+InconsistentCentralized::InconsistentCentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm,
+                                                 Options o)
+    : DistributedOptimizer(std::move(inner), std::move(comm)), fixed_order_(o.fixed_order) {
   (void)three_step();
 }
 
@@ -112,7 +113,13 @@ TensorMap InconsistentCentralized::distributed_step(GraphExecutor& executor, con
     count_inner_step();
     std::vector<float> pushed(pack_f32(grads).size());
     for (int served = 0; served < comm_->size() - 1; ++served) {
-      const int worker = comm_->recv_any(pushed.data(), static_cast<int64_t>(pushed.size()), DType::f32, kPushTag);
+      const auto count = static_cast<int64_t>(pushed.size());
+      int worker = served + 1;
+      if (fixed_order_) {
+        comm_->recv(pushed.data(), count, DType::f32, worker, kPushTag);
+      } else {
+        worker = comm_->recv_any(pushed.data(), count, DType::f32, kPushTag);
+      }
       unpack_f32(pushed, grads);
       apply_update_rules(opt, net);
       count_inner_step();

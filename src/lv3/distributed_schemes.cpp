@@ -47,8 +47,12 @@ void add_shipped_schemes(Registry<DistributedScheme>& r) {
            return std::make_unique<ConsistentCentralized>(std::move(inner), std::move(comm), o);
          }});
   r.add("asgd", "inconsistent centralized: asynchronous parameter server at rank 0, no barrier",
-        {{}, [](Inner inner, Comm comm, const SchemeSettings&) -> std::unique_ptr<DistributedOptimizer> {
-           return std::make_unique<InconsistentCentralized>(std::move(inner), std::move(comm));
+        {{{"fixed_order", "1: serve workers in rank order, one push each per step (deterministic); 0: whichever "
+           "pushes first", 0}},
+         [](Inner inner, Comm comm, const SchemeSettings& s) -> std::unique_ptr<DistributedOptimizer> {
+           InconsistentCentralized::Options o;
+           o.fixed_order = s.at("fixed_order") != 0;
+           return std::make_unique<InconsistentCentralized>(std::move(inner), std::move(comm), o);
          }});
   r.add("ssgd", "stale synchronous: gradients applied up to --staleness steps late",
         {{{"staleness", "updates may use gradients up to this many steps old", 0}},

@@ -15,11 +15,15 @@ namespace d5 {
 namespace {
 std::string os_error() { return std::strerror(errno); }
 
-void fsync_path(const std::string& path, int flags) {
+// Returns whether the data reached the disk; false with errno set otherwise.
+bool fsync_path(const std::string& path, int flags) {
   const int fd = ::open(path.c_str(), flags);
-  if (fd < 0) return;  // best effort for directories on filesystems that refuse O_RDONLY dirs
-  ::fsync(fd);
+  if (fd < 0) return false;
+  const bool synced = ::fsync(fd) == 0;
+  const int saved = errno;
   ::close(fd);
+  errno = saved;
+  return synced;
 }
 }  // namespace
 
@@ -45,9 +49,11 @@ void atomic_write(const std::string& path, const std::function<void(std::ostream
     }
     // Data on disk before the rename makes it visible; otherwise a power loss could leave an
     // empty file under the final name.
-    fsync_path(tmpl, O_RDONLY);
+    // Filesystems that allocate late (ext4, XFS, NFS) may report a full disk only here.
+    D5_CHECK(fsync_path(tmpl, O_RDONLY), IoError, "writing '{}' failed (disk full?): {}", tmpl, os_error());
     D5_CHECK(::rename(tmpl.c_str(), path.c_str()) == 0, IoError, "cannot rename '{}' to '{}': {}",
              tmpl, path, os_error());
+    // Best effort: some filesystems refuse to open or sync a directory, and the file is in place.
     fsync_path(dir.string(), O_RDONLY | O_DIRECTORY);
   } catch (...) {
     ::unlink(tmpl.c_str());

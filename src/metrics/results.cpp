@@ -2,7 +2,10 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
+#include <type_traits>
+#include <utility>
 
 #include "deep500/metrics/atomic_file.h"
 #include "deep500/core/error.h"
@@ -40,14 +43,35 @@ double num(const json& j, const char* key) {
   return v.get<double>();
 }
 
+// Integers are read only when the JSON number is an integer that fits: nlohmann's get<int>()
+// would convert 1e300 (undefined behaviour) or wrap 4294967297 to 1 instead of refusing.
+template <typename T>
+T integer(const json& v, const char* key) {
+  D5_CHECK(v.is_number_integer(), FormatError, "results: key '{}' is not an integer: {}", key, v.dump());
+  const bool fits = v.is_number_unsigned() ? std::in_range<T>(v.get<uint64_t>()) : std::in_range<T>(v.get<int64_t>());
+  D5_CHECK(fits, FormatError, "results: key '{}' is {}, outside the range of its type", key, v.dump());
+  return v.get<T>();
+}
+
 template <typename T>
 T get(const json& j, const char* key) {
   D5_CHECK(j.contains(key), FormatError, "results: missing key '{}'", key);
-  try {
-    return j.at(key).get<T>();
-  } catch (const json::exception& e) {
-    throw FormatError(fmt::format("results: key '{}' has the wrong type: {}", key, e.what()));
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    return integer<T>(j.at(key), key);
+  } else {
+    try {
+      return j.at(key).get<T>();
+    } catch (const json::exception& e) {
+      throw FormatError(fmt::format("results: key '{}' has the wrong type: {}", key, e.what()));
+    }
   }
+}
+
+// A list the reader iterates; nlohmann would iterate an object's values or a scalar itself.
+const json& array(const json& j, const char* key) {
+  D5_CHECK(j.contains(key), FormatError, "results: missing key '{}'", key);
+  D5_CHECK(j.at(key).is_array(), FormatError, "results: key '{}' is not a list", key);
+  return j.at(key);
 }
 }  // namespace
 
@@ -114,7 +138,11 @@ MetricRecord metric_from_json(const json& j) {
   m.name = get<std::string>(j, "name");
   m.unit = get<std::string>(j, "unit");
   m.available = get<bool>(j, "available");
-  for (const auto& v : get<json>(j, "samples")) m.samples.push_back(v.is_null() ? std::nan("") : v.get<double>());
+  for (const auto& v : array(j, "samples")) {
+    D5_CHECK(v.is_null() || v.is_number(), FormatError, "results: metric '{}' has a sample that is not a number: {}",
+             m.name, v.dump());
+    m.samples.push_back(v.is_null() ? std::nan("") : v.get<double>());
+  }
   if (!m.available) m.unavailable_reason = get<std::string>(j, "unavailable_reason");
   if (j.contains("summary")) m.summary = summary_from_json(j.at("summary"));
   if (j.contains("info")) m.info = j.at("info");
@@ -154,10 +182,10 @@ CaseResult case_from_json(const json& j) {
     r.warmup_runs = get<int>(o, "warmup_runs");
     r.runs = get<int>(o, "runs");
     r.seconds = num(o, "seconds");
-    r.ci_ratio = o.at("ci_ratio").is_null() ? INFINITY : num(o, "ci_ratio");
+    r.ci_ratio = o.contains("ci_ratio") && o.at("ci_ratio").is_null() ? INFINITY : num(o, "ci_ratio");
     c.outcome = r;
   }
-  for (const auto& m : get<json>(j, "metrics")) c.metrics.push_back(metric_from_json(m));
+  for (const auto& m : array(j, "metrics")) c.metrics.push_back(metric_from_json(m));
   if (j.contains("extra")) c.extra = j.at("extra");
   return c;
 }
@@ -180,7 +208,7 @@ Results results_from_json(const json& j) {
            kResultsSchemaVersion);
   Results r;
   r.manifest = get<json>(j, "manifest");
-  for (const auto& c : get<json>(j, "cases")) r.cases.push_back(case_from_json(c));
+  for (const auto& c : array(j, "cases")) r.cases.push_back(case_from_json(c));
   return r;
 }
 
@@ -195,7 +223,7 @@ Results read_results(const std::string& path) {
   json j;
   try {
     j = json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     throw FormatError(fmt::format("'{}' is not valid JSON: {}", path, e.what()));
   }
   try {

@@ -23,7 +23,7 @@ json parse_file(const std::string& path) {
   D5_CHECK(in.good(), IoError, "cannot open '{}'", path);
   try {
     return json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     throw FormatError(fmt::format("'{}' is not valid JSON: {}", path, e.what()));
   }
 }

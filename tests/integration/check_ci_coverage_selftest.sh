@@ -21,6 +21,13 @@ for want in "backend 'torch' was not built" "yaml-cpp" "skipped in CI: d5_test_l
 done
 echo "$out" | grep -q "backend 'cuda'" && fail "cuda reported without a CUDA toolkit: $out"
 
+# A whole binary's skip is read from its companion test, once.
+out=$($CHECK --info $F/info_complete.json --log $F/companion_skip.log --nvcc /nonexistent 2>&1) &&
+  fail "a skip reported by a whole binary's companion passed: $out"
+want="skipped in CI: d5_test_custom_ops_skips: no C compiler found at configure time"
+echo "$out" | grep -qF "$want" || fail "not reported: $want; got: $out"
+echo "$out" | grep -q "1 problem(s)" || fail "the companion's skip was not counted once: $out"
+
 # With a toolkit on the machine, a CUDA backend left out is a problem too.
 out=$($CHECK --info $F/info_reduced.json --log $F/allowed_skips.log --nvcc /bin/sh 2>&1)
 echo "$out" | grep -qF "backend 'cuda' was not built" || fail "cuda not reported with a toolkit present: $out"

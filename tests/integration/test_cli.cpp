@@ -99,6 +99,22 @@ TEST(CliInfo, OutputFileIsWritten) {
   std::filesystem::remove(path);
 }
 
+// A disk that fills while d5 writes its result: exit code 4 naming the cause, the previous file
+// intact. The disk is "full" through a file-size limit set by the shell, with SIGXFSZ ignored so
+// that d5 sees the failed write (as it sees ENOSPC) instead of being killed.
+TEST(CliInfo, AFullDiskEndsWithExitCode4AndKeepsThePreviousFile) {
+  const auto path = (std::filesystem::temp_directory_path() / "d5-full-disk-test.json").string();
+  {
+    std::ofstream(path) << "{\"previous\": true}\n";
+  }
+  const auto r = run_process("/bin/bash", {"-c", "trap '' XFSZ; ulimit -f 1; exec \"$0\" info --format json -o \"$1\"",
+                                           d5_binary(), path});
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("disk full?"), std::string::npos) << r.err;
+  EXPECT_EQ(read_file(path), "{\"previous\": true}\n");
+  std::filesystem::remove(path);
+}
+
 TEST(CliStats, SummarizesSamplesFromStdin) {
   // 1..10: median 5.5; at 95% the exact binomial ranks are 2 and 9.
   const auto r = run_d5({"stats", "-", "--format", "json"}, "1 2 3\n4,5,6 # comment\n7\n8\n9\n10\n");

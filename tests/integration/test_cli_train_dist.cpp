@@ -35,12 +35,7 @@ class CliTrainDist : public ::testing::Test {
  protected:
   void SetUp() override {
     register_builtin_operators();
-    // Open MPI refuses root (CI containers) and more ranks than cores unless told; one OpenMP
-    // thread per rank on a 2-core machine.
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
-    setenv("OMP_NUM_THREADS", "1", 1);
+    set_mpi_launcher_environment();
   }
   std::string path(const std::string& name) const { return dir_.file(name); }
 

@@ -65,14 +65,25 @@ class ConsistentCentralized : public DistributedOptimizer {
 // parameters and answered with them, so a worker's next gradient is computed on parameters
 // that other workers' updates may since have moved (staleness is not bounded). finish()
 // broadcasts the server's parameters, so every rank ends with them.
+//
+// Which worker is served when depends on timing, so two runs differ. With fixed_order the server
+// serves workers 1, ..., N - 1 in rank order, one push each per step: a run is then a pure
+// function of its inputs and can be checked against a serial simulation, at the cost of fast
+// workers waiting for slow ones.
 class InconsistentCentralized : public DistributedOptimizer {
  public:
-  InconsistentCentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm);
+  struct Options {
+    bool fixed_order = false;  // serve workers in rank order, one push each per server step
+  };
+  InconsistentCentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm, Options options);
   std::string scheme() const override { return "asgd"; }
   void finish(Network& network) override;
 
  protected:
   TensorMap distributed_step(GraphExecutor& executor, const TensorMap& feeds, const std::string& loss) override;
+
+ private:
+  bool fixed_order_;
 };
 
 // Bounded staleness: step t's averaged gradient is started with a nonblocking allreduce and

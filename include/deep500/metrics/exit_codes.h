@@ -14,6 +14,9 @@ enum ExitCode : int {
   kExitIo = 4,             // IoError or FormatError (missing file, corrupt input), a lost MPI rank
   kExitInternal = 5,       // a bug in deep500
   kExitNotBuilt = 6,       // NotBuilt: a backend or library this binary was built without
+  // Stopped by a signal it handled (SIGINT, SIGTERM) after saving what it had: 128 + the signal's
+  // number, as shells report a process the signal ended (130 for Ctrl-C).
+  kExitInterruptedBase = 128,
 };
 
 // The worst state wins: FAILED or MISTRUSTED over UNIMPLEMENTED over the rest.

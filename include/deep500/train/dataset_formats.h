@@ -4,6 +4,7 @@
 // so tools and tests can inspect files directly.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@ namespace d5 {
 // file cannot be read; FormatError naming the file and the compressed byte offset when the gzip
 // stream is corrupt or truncated.
 std::vector<uint8_t> read_maybe_gzip_file(const std::string& path);
+// The same on bytes already in memory; `what` names them in messages.
+std::vector<uint8_t> maybe_gunzip(std::vector<uint8_t> bytes, const std::string& what);
 
 // An IDX array (LeCun's format): a 4-byte magic (0, 0, type, rank), rank big-endian u32 extents,
 // then the elements. Only unsigned bytes (type 0x08) are read: the only type MNIST-style sets use.
@@ -26,6 +29,8 @@ struct IdxArray {
 // (0x00000803 for images, 0x00000801 for labels) and as many bytes as its extents say.
 // FormatError naming the file and byte offset otherwise.
 IdxArray read_idx_file(const std::string& path, uint32_t expected_magic);
+// read_idx_file's checks on an (already gunzipped) IDX file in memory; `what` names it in messages.
+IdxArray parse_idx(std::span<const uint8_t> bytes, const std::string& what, uint32_t expected_magic);
 inline constexpr uint32_t kIdxImagesMagic = 0x00000803;
 inline constexpr uint32_t kIdxLabelsMagic = 0x00000801;
 

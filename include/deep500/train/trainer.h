@@ -65,6 +65,10 @@ struct TrainingOptions {
   // 0's by broadcast. Called at the same points on every rank: before every step when there is a
   // time limit, after every test pass when there is a target. Empty: this process decides alone.
   std::function<bool(bool)> agree;
+  // Asked before every step; true stops the run there (StopReason::interrupted): the checkpoint is
+  // saved, no final test pass runs. For a process that handles SIGINT. Not with `agree`: each
+  // rank would stop at a step of its own.
+  std::function<bool()> interrupted;
 };
 
 // Where a run stands; passed to every event.
@@ -100,9 +104,10 @@ struct CurvePoint {
   double value = 0;
 };
 
-// Why training stopped: the epoch or step limit, the target accuracy, the time limit, or an event
-// that asked to stop. to_string gives the names results carry ("time_limit"; "" for none).
-enum class StopReason { none, epochs, steps, target, time_limit, event };
+// Why training stopped: the epoch or step limit, the target accuracy, the time limit, an event
+// that asked to stop, or an interruption (TrainingOptions::interrupted). to_string gives the names
+// results carry ("time_limit"; "" for none).
+enum class StopReason { none, epochs, steps, target, time_limit, event, interrupted };
 const char* to_string(StopReason r);
 
 struct TrainingResult {

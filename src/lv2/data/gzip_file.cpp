@@ -64,10 +64,11 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& p
 
 }  // namespace
 
-std::vector<uint8_t> read_maybe_gzip_file(const std::string& path) {
-  std::vector<uint8_t> bytes = read_file_bytes(path);
-  if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return gunzip(bytes, path);
+std::vector<uint8_t> maybe_gunzip(std::vector<uint8_t> bytes, const std::string& what) {
+  if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return gunzip(bytes, what);
   return bytes;
 }
+
+std::vector<uint8_t> read_maybe_gzip_file(const std::string& path) { return maybe_gunzip(read_file_bytes(path), path); }
 
 }  // namespace d5

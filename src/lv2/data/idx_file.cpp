@@ -14,8 +14,11 @@ uint32_t big_endian_u32(const uint8_t* p) {
 }  // namespace
 
 IdxArray read_idx_file(const std::string& path, uint32_t expected_magic) {
-  std::vector<uint8_t> bytes = read_maybe_gzip_file(path);
-  // Offsets below are in the decompressed data, which is the IDX file itself.
+  // Offsets in messages are in the decompressed data, which is the IDX file itself.
+  return parse_idx(read_maybe_gzip_file(path), path, expected_magic);
+}
+
+IdxArray parse_idx(std::span<const uint8_t> bytes, const std::string& path, uint32_t expected_magic) {
   D5_CHECK(bytes.size() >= 4, FormatError, "'{}' is truncated: {} bytes, too short for the 4-byte IDX magic at offset 0",
            path, bytes.size());
   const uint32_t magic = big_endian_u32(bytes.data());

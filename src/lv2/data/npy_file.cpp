@@ -1,5 +1,6 @@
 // NPY headers (numpy.lib.format, versions 1.0-3.0): magic, version, header length, then a Python
 // dict literal {'descr': ..., 'fortran_order': ..., 'shape': (...)} padded with spaces and '\n'.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -111,7 +112,9 @@ NpyHeader read_npy_header(const std::string& path) {
            "'{}': NPY header at byte offset {}: shape '{}' is not a tuple", path, header_start, shape);
   std::stringstream dims(shape.substr(1, shape.size() - 2));
   std::string item;
-  int64_t count = 1;
+  // The byte count is checked for overflow as it grows, extents after a zero included: a
+  // (0, 2**40, 2**40) array holds no elements, but its sample shape would still overflow.
+  int64_t count = 1, nonzero_bytes = h.item_size;
   while (std::getline(dims, item, ',')) {
     const size_t first = item.find_first_not_of(" \t");
     if (first == std::string::npos) continue;  // the trailing comma of a 1-tuple
@@ -120,13 +123,17 @@ NpyHeader read_npy_header(const std::string& path) {
     D5_CHECK(d >= 0, FormatError, "'{}': NPY header at byte offset {}: shape entry '{}' is not a size", path,
              header_start, item);
     h.shape.push_back(d);
-    count *= d;
+    D5_CHECK(!__builtin_mul_overflow(nonzero_bytes, std::max<int64_t>(d, 1), &nonzero_bytes), FormatError,
+             "'{}': NPY header at byte offset {}: shape ({}) describes more than 2^63 bytes", path, header_start,
+             shape.substr(1, shape.size() - 2));
+    count *= d;  // count * item_size <= nonzero_bytes: no overflow
   }
   h.data_offset = header_start + header_len;
-  const int64_t expected = h.data_offset + count * h.item_size;
-  D5_CHECK(file_size >= expected, FormatError,
+  const int64_t data_bytes = count * h.item_size;
+  D5_CHECK(data_bytes <= file_size - h.data_offset, FormatError,
            "'{}' is truncated: shape ({}) of '{}' needs {} bytes of data from byte offset {}, the file ends at {}", path,
-           fmt::join(h.shape, ", "), h.descr, count * h.item_size, h.data_offset, file_size);
+           fmt::join(h.shape, ", "), h.descr, data_bytes, h.data_offset, file_size);
+  const int64_t expected = h.data_offset + data_bytes;
   D5_CHECK(file_size == expected, FormatError,
            "'{}': {} bytes of unexpected trailing data after the NPY array, from byte offset {}", path,
            file_size - expected, expected);

@@ -178,7 +178,9 @@ ImageTarIndex parse_image_tar_index(const std::string& bytes, const std::string&
     e.size = c.get<uint64_t>();
     e.label = c.get<int32_t>();
     e.path = c.str(c.get<uint32_t>());
-    D5_CHECK(e.label >= 0 && static_cast<uint32_t>(e.label) < nclasses && e.offset + e.size <= index.tar_size,
+    // offset + size could wrap around: compared as size <= tar_size - offset instead.
+    D5_CHECK(e.label >= 0 && static_cast<uint32_t>(e.label) < nclasses && e.size <= index.tar_size &&
+                 e.offset <= index.tar_size - e.size,
              FormatError, "image-tar index '{}': entry {} is inconsistent (offset {})", what, i, c.pos);
     index.entries.push_back(std::move(e));
   }

@@ -67,6 +67,17 @@ RgbImage decode_jpeg(std::span<const uint8_t> jpeg, const std::string& what) {
     handle.fail();
     D5_THROW(FormatError, "JPEG '{}' declares an implausible size {}x{}", what, w, ht);
   }
+  // A Huffman-coded scan spends at least one bit on every 8x8 block of the first component (its DC
+  // coefficient): at most 512 pixels per byte. A header that declares far more describes data that
+  // is not there (a forged or cut file), and decoding it would still allocate and fill the whole
+  // image: 54 bytes declaring 13825x14335 took seconds. The limit leaves a factor of 2 (rare
+  // arithmetic-coded JPEGs can be denser; above it they are refused too).
+  constexpr int64_t kMaxPixelsPerByte = 1024;
+  if (int64_t{w} * ht > kMaxPixelsPerByte * static_cast<int64_t>(jpeg.size())) {
+    handle.fail();
+    D5_THROW(FormatError, "JPEG '{}' declares {}x{} pixels but holds only {} bytes (truncated or corrupt)", what, w,
+             ht, jpeg.size());
+  }
   RgbImage img;
   img.width = w;
   img.height = ht;

@@ -15,6 +15,17 @@ namespace d5 {
 
 namespace {
 
+// An absolute path, or one with a ".." component.
+bool leaves_the_tree(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return true;
+  for (size_t begin = 0; begin <= path.size();) {
+    const size_t end = std::min(path.find('/', begin), path.size());
+    if (path.compare(begin, end - begin, "..") == 0 && end - begin == 2) return true;
+    begin = end + 1;
+  }
+  return false;
+}
+
 constexpr uint64_t kBlock = 512;
 
 uint64_t padded(uint64_t n) { return (n + kBlock - 1) / kBlock * kBlock; }
@@ -250,6 +261,12 @@ bool TarReader::next(TarMember& m) {
       const std::string prefix = posix ? field_string(h + 345, 155) : std::string();
       if (!prefix.empty()) m.path = prefix + "/" + m.path;
     }
+    // deep500 never extracts members, but it names classes and index entries after their paths:
+    // a path that climbs out of the archive's tree is a crafted archive, not a dataset.
+    D5_CHECK(!leaves_the_tree(m.path), FormatError,
+             "tar archive '{}': member '{}' (header at offset {}) has an absolute path or a '..' component; "
+             "dataset archives hold relative paths inside their own tree",
+             path_, m.path, header_offset);
     m.type = type;
     m.header_offset = header_offset;
     m.data_offset = pos_;

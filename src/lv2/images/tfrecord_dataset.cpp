@@ -21,6 +21,7 @@ namespace {
 
 constexpr const char* kImageKey = "image/encoded";
 constexpr const char* kLabelKey = "image/class/label";
+constexpr int64_t kMaxClasses = int64_t{1} << 31;
 
 // *.tfrecord, *.tfrecord-*, and the sharded <split>-NNNNN-of-NNNNN names of the ImageNet scripts.
 // When some files carry a split prefix (train*, validation*, test*), only the requested split's are used.
@@ -109,7 +110,7 @@ class TfRecordDataset final : public Dataset {
       for (const auto& loc : scan_tfrecord_file(f)) records_.push_back({file_index, loc});
     }
     D5_CHECK(!records_.empty(), FormatError, "dataset 'tfrecord': the files in '{}' hold no records", spec.data_dir);
-    classes_ = options.get_int("classes", 0, 1, int64_t{1} << 31);
+    classes_ = options.get_int("classes", 0, 1, kMaxClasses);
     pool_ = std::make_unique<WorkerPool>(thread_option(options));
     if (classes_ == 0) {
       // Without classes=N the label range is found by reading every record once (this also
@@ -142,11 +143,15 @@ class TfRecordDataset final : public Dataset {
     auto lab = ex.find(kLabelKey);
     D5_CHECK(lab != ex.end() && lab->second.kind == TfFeature::Kind::Int64 && lab->second.ints.size() == 1,
              FormatError, "{}: tf.Example has no single int64 '{}'", where(index), kLabelKey);
-    const int64_t label = lab->second.ints[0] - label_offset_;
-    D5_CHECK(label >= 0 && (classes_ == 0 || label < classes_), FormatError,
-             "{}: label {} (after label_offset={}) is outside [0, {}); ImageNet TFRecords count from 1: pass "
+    // Without classes=N the bound is the most classes=N allows, so that the class count (the
+    // largest label + 1) fits; the subtraction is checked, a stored label may be any int64.
+    const int64_t stored = lab->second.ints[0];
+    const int64_t limit = classes_ == 0 ? kMaxClasses : classes_;
+    int64_t label = 0;
+    D5_CHECK(!__builtin_sub_overflow(stored, label_offset_, &label) && label >= 0 && label < limit, FormatError,
+             "{}: stored label {} minus label_offset={} is outside [0, {}); ImageNet TFRecords count from 1: pass "
              "label_offset=1",
-             where(index), label, label_offset_, classes_ == 0 ? std::string("inf") : std::to_string(classes_));
+             where(index), stored, label_offset_, limit);
     if (image) {
       auto img = ex.find(kImageKey);
       D5_CHECK(img != ex.end() && img->second.kind == TfFeature::Kind::Bytes && img->second.bytes.size() == 1,

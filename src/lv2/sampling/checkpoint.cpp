@@ -11,6 +11,7 @@
 #include <fstream>
 #include <limits>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "deep500/metrics/atomic_file.h"
@@ -103,6 +104,17 @@ class Reader {
   std::ifstream in_;
 };
 
+// An integer field of the header, only when the JSON value is an integer that fits T: nlohmann's
+// get<T>() would convert 1e300 with undefined behaviour, or wrap 4294967296 to a CRC of 0.
+template <typename T>
+T header_integer(const nlohmann::json& v, const char* field) {
+  const bool fits = v.is_number_unsigned()  ? std::in_range<T>(v.get<uint64_t>())
+                    : v.is_number_integer() ? std::in_range<T>(v.get<int64_t>())
+                                            : false;
+  if (!fits) throw InvalidArgument(fmt::format("'{}' is {}, not an integer of its range", field, v.dump()));
+  return v.get<T>();
+}
+
 // The header's tensor list, validated against itself and the payload size it declares.
 std::vector<Entry> parse_entries(const Reader& reader, const nlohmann::json& header, uint64_t payload_bytes) {
   const uint64_t at = kFixedHeaderBytes;  // header problems are reported at the header's offset
@@ -121,14 +133,17 @@ std::vector<Entry> parse_entries(const Reader& reader, const nlohmann::json& hea
       e.name = t.at("name").get<std::string>();
       e.desc.dtype = parse_dtype(t.at("dtype").get<std::string>());
       e.desc.layout = parse_layout(t.at("layout").get<std::string>());
-      std::vector<int64_t> dims = t.at("shape").get<std::vector<int64_t>>();
+      const auto& shape = t.at("shape");
+      if (!shape.is_array()) where("'shape' is not a list");
+      std::vector<int64_t> dims;
+      for (const auto& d : shape) dims.push_back(header_integer<int64_t>(d, "shape"));
       for (int64_t d : dims) {
         if (d < 0) where(fmt::format("negative extent {} in the shape", d));
       }
       e.desc.shape = Shape(std::move(dims));
-      e.offset = t.at("offset").get<uint64_t>();
-      e.bytes = t.at("bytes").get<uint64_t>();
-      e.crc = t.at("crc32").get<uint32_t>();
+      e.offset = header_integer<uint64_t>(t.at("offset"), "offset");
+      e.bytes = header_integer<uint64_t>(t.at("bytes"), "bytes");
+      e.crc = header_integer<uint32_t>(t.at("crc32"), "crc32");
     } catch (const nlohmann::json::exception& ex) {
       where(fmt::format("malformed field ({})", ex.what()));
     } catch (const InvalidArgument& ex) {
@@ -264,12 +279,16 @@ Checkpoint load_checkpoint(const std::string& path) {
     header = nlohmann::json::parse(header_text);
   } catch (const nlohmann::json::parse_error& ex) {
     reader.fail(kFixedHeaderBytes + (ex.byte > 0 ? ex.byte - 1 : 0), fmt::format("header is not valid JSON ({})", ex.what()));
+  } catch (const nlohmann::json::exception& ex) {  // out_of_range: a number like 1e400
+    reader.fail(kFixedHeaderBytes, fmt::format("header is not valid JSON ({})", ex.what()));
   }
   if (!header.is_object() || !header.contains("tensors") || !header.contains("payload_bytes") ||
       !header["payload_bytes"].is_number_unsigned()) {
     reader.fail(kFixedHeaderBytes, "header lacks 'tensors' or 'payload_bytes'");
   }
-  if (header.value("byte_order", "") != "little") {
+  // find, not value(): value() throws json's own type_error when byte_order is not a string.
+  const auto byte_order = header.find("byte_order");
+  if (byte_order == header.end() || !byte_order->is_string() || *byte_order != "little") {
     reader.fail(kFixedHeaderBytes, fmt::format("byte order {} is not supported (only \"little\")",
                                                header.contains("byte_order") ? header["byte_order"].dump() : "(missing)"));
   }

@@ -28,6 +28,7 @@ const char* to_string(StopReason r) {
     case StopReason::target: return "target";
     case StopReason::time_limit: return "time_limit";
     case StopReason::event: return "event";
+    case StopReason::interrupted: return "interrupted";
     case StopReason::none: break;
   }
   return "";
@@ -69,6 +70,8 @@ void Trainer::check_setup(int64_t source_batch, int64_t source_size) {
                "intervals (accuracy, test, checkpoint) cannot be negative");
   D5_CHECK_ARG(o.checkpoint_every == 0 || !o.checkpoint_path.empty(),
                "checkpoints every {} steps need a checkpoint path", o.checkpoint_every);
+  D5_CHECK_ARG(!o.interrupted || !o.agree,
+               "an interruption stops one process at a step of its own: not in a run whose ranks agree on stopping");
 
   Network& net = executor_.network();
   if (!net.inferred()) net.infer();
@@ -256,6 +259,10 @@ bool Trainer::run_epoch(Run& run) {
       run.stop_for(StopReason::steps);
       return false;
     }
+    if (o.interrupted && o.interrupted()) {
+      run.stop_for(StopReason::interrupted);
+      return false;
+    }
     if (o.time_limit_s > 0 && agreed(progress_.training_time_s - run.time_before >= o.time_limit_s)) {
       run.stop_for(StopReason::time_limit);
       return false;
@@ -330,7 +337,9 @@ void Trainer::end_epoch(Run& run) {
 
 TrainingResult Trainer::finish(Run& run) {
   const TrainingOptions& o = options_;
-  if (test_set_ && o.final_test && run.last_tested_step != progress_.step && run.stop != StopReason::event)
+  // Neither an event nor an interruption that asked to stop wants a test pass more.
+  if (test_set_ && o.final_test && run.last_tested_step != progress_.step && run.stop != StopReason::event &&
+      run.stop != StopReason::interrupted)
     test_now(run);
   if (!o.checkpoint_path.empty()) save_checkpoint(o.checkpoint_path);
   TrainingResult& result = run.result;

@@ -28,6 +28,9 @@ int main(int argc, char** argv) {
   // Shorter than the default so that MpiWatchdog.* can outlast it in a few seconds.
   d5::set_mpi_watchdog_timeout(kWatchdogSecondsInTests);
   auto world = d5::mpi_world();
+  // One file of results, rank 0's: every rank runs the same cases, and ranks writing one path
+  // would overwrite each other.
+  if (world->rank() != 0) GTEST_FLAG_SET(output, "");
   testing::UnitTest::GetInstance()->listeners().Append(new RankPrefix(world->rank()));
   return RUN_ALL_TESTS();
 }

@@ -226,6 +226,9 @@ TEST_F(OnnxImport, ExternalDataIsReadRelativeToTheModel) {
   set_external(m, "../w.bin", 0, 4);
   write_model(path, m);
   expect_error<FormatError>([&] { import_onnx_file(path); }, {"initializer 'W'", "'../w.bin'", "relative path"});
+  set_external(m, "/etc/passwd", 0, 4);  // an absolute path reads no file outside the model's directory
+  write_model(path, m);
+  expect_error<FormatError>([&] { import_onnx_file(path); }, {"initializer 'W'", "'/etc/passwd'", "relative path"});
   set_external(m, "weights/w.bin", 20, static_cast<int64_t>(w.bytes()));  // runs 4 bytes past the end
   write_model(path, m);
   expect_error<FormatError>([&] { import_onnx_file(path); }, {"initializer 'W'", "beyond the end"});

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,6 +76,37 @@ TEST(AtomicWrite, ThrowingWriterRemovesTemporaryAndKeepsOld) {
                }),
                InvalidArgument);
   EXPECT_EQ(slurp(f), "keep");
+  EXPECT_EQ(std::distance(fs::directory_iterator(d.path), fs::directory_iterator{}), 1);
+}
+
+// A full disk, made with a file-size limit (the write fails with EFBIG where a full disk gives
+// ENOSPC; both reach the same check): an IoError that says so, the old file intact, no temporary
+// file left. In a child, so that the limit does not outlive the test.
+TEST(AtomicWrite, AFullDiskIsAnIoErrorAndKeepsTheOldFile) {
+  TempDir d;
+  const auto f = (d.path / "r.json").string();
+  atomic_write(f, "{\"intact\": true}\n");
+
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{4096, 4096};
+    if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(3);
+    try {
+      atomic_write(f, std::string(1 << 20, 'x'));
+    } catch (const IoError& e) {
+      _exit(std::string(e.what()).find("disk full?") != std::string::npos ? 0 : 2);
+    } catch (...) {
+      _exit(4);
+    }
+    _exit(1);  // the write succeeded past the limit
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the writer died of a signal: " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: no error, 2: IoError without the reason, 3: no limit, 4: another error";
+  EXPECT_EQ(slurp(f), "{\"intact\": true}\n");
   EXPECT_EQ(std::distance(fs::directory_iterator(d.path), fs::directory_iterator{}), 1);
 }
 

@@ -109,6 +109,51 @@ TEST(ResultsJson, SchemaErrorsNameTheProblem) {
   EXPECT_THROW(results_from_json(nlohmann::json::array()), FormatError);
 }
 
+// Found by fuzz_results (fuzz/regressions/results): values of the wrong type or range escaped as
+// nlohmann exceptions, were converted with undefined behaviour (1e300 to int), or wrapped silently
+// (4294967297 read as schema_version 1). Each is a FormatError naming the key now.
+TEST(ResultsJson, WrongTypesAndRangesAreFormatErrors) {
+  const auto expect_format_error = [](const nlohmann::json& j, const std::string& part) {
+    try {
+      results_from_json(j);
+      ADD_FAILURE() << "accepted: " << j.dump();
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  nlohmann::json j = to_json(sample_results());
+  j["schema_version"] = 1e300;
+  expect_format_error(j, "'schema_version' is not an integer");
+  j["schema_version"] = 4294967297u;
+  expect_format_error(j, "'schema_version' is 4294967297, outside the range");
+  j = to_json(sample_results());
+  j["cases"][0]["metrics"][0]["samples"].push_back("x");
+  expect_format_error(j, "sample that is not a number");
+  j = to_json(sample_results());
+  j["cases"][0]["metrics"][0]["samples"] = {{"a", 1.0}};
+  expect_format_error(j, "'samples' is not a list");
+  j = to_json(sample_results());
+  j["cases"][0]["outcome"].erase("ci_ratio");
+  expect_format_error(j, "'ci_ratio'");
+  j = to_json(sample_results());
+  j["cases"][0]["outcome"]["runs"] = -1e300;
+  expect_format_error(j, "'runs' is not an integer");
+  j = to_json(sample_results());
+  j["cases"] = 3;
+  expect_format_error(j, "'cases' is not a list");
+}
+
+// The stored inputs of those findings, as files (read_results is what d5 compare and rerun call).
+TEST(ResultsJson, FuzzRegressionFilesAreFormatErrors) {
+  const std::filesystem::path dir = std::filesystem::path(D5_SOURCE_DIR) / "fuzz" / "regressions" / "results";
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    EXPECT_THROW(read_results(e.path().string()), FormatError) << e.path();
+    ++files;
+  }
+  EXPECT_GE(files, 4);
+}
+
 TEST(ResultsJson, FileRoundTripAndCorruptFile) {
   const auto dir = std::filesystem::temp_directory_path();
   const auto path = (dir / "d5-results-test.json").string();

@@ -106,6 +106,19 @@ TEST(Npy, ConvertsEveryInputDtypeAndReadsVersions2And3) {
   }
 }
 
+// Found by fuzz_npy (fuzz/regressions/npy): the element count times the item size overflowed int64
+// (undefined behaviour) before the size check, and extents after a zero were never checked.
+TEST(Npy, ShapesOfMoreThan2To63BytesAreFormatErrors) {
+  TempDir dir;
+  const std::string path = dir.file("x.npy");
+  for (const char* shape : {"(2551111111111111266,)", "(82, 311111111111111113)", "(0, 1099511627776, 1099511627776)"}) {
+    write_npy_raw(path, 1, fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': {}, }}", shape), {});
+    expect_error<FormatError>([&] { read_npy_header(path); }, {path, "more than 2^63 bytes"});
+  }
+  write_npy_raw(path, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 1099511627776), }", {});
+  EXPECT_EQ(read_npy_header(path).shape, (std::vector<int64_t>{0, int64_t{1} << 40}));  // empty, and fits
+}
+
 TEST(Npy, RefusesWhatItCannotRead) {
   TempDir dir;
   const std::string inputs = dir.file("inputs.npy"), labels = dir.file("labels.npy");

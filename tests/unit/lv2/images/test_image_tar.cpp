@@ -226,5 +226,19 @@ TEST(ImageTar, IndexSerializationRoundTrip) {
   D5_EXPECT_FORMAT_ERROR(parse_image_tar_index("not an index", "mem"), "mem", "offset 0");
 }
 
+// Found by fuzz_tar_index (fuzz/regressions/tar_index): an entry whose offset + size wraps around
+// 2^64 passed the "inside the tar" check, so a sample would have been read from a bogus range.
+TEST(ImageTar, IndexEntryWhoseRangeWrapsIsFormatError) {
+  ImageTarIndex index;
+  index.tar_size = 1 << 20;
+  index.classes = {"a"};
+  index.entries = {{4096, UINT64_MAX - 100, 0, "a/x.jpg"}};
+  D5_EXPECT_FORMAT_ERROR(parse_image_tar_index(serialize_image_tar_index(index), "mem"), "mem", "entry 0");
+  index.entries = {{(1 << 20) - 10, 11, 0, "a/x.jpg"}};  // one byte past the end, no wrap
+  D5_EXPECT_FORMAT_ERROR(parse_image_tar_index(serialize_image_tar_index(index), "mem"), "mem", "entry 0");
+  index.entries = {{(1 << 20) - 10, 10, 0, "a/x.jpg"}};  // ends exactly at the end
+  EXPECT_EQ(parse_image_tar_index(serialize_image_tar_index(index), "mem").entries.size(), 1u);
+}
+
 }  // namespace
 }  // namespace d5

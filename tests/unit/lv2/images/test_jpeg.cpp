@@ -44,6 +44,25 @@ TEST(Jpeg, CorruptAndTruncatedDataAreFormatErrors) {
   D5_EXPECT_FORMAT_ERROR(decode_jpeg(cut, "cut.jpg"), "cut.jpg", "corrupt");
 }
 
+// Found by fuzz_jpeg (fuzz/regressions/jpeg): 54 bytes whose header declared 13825x14335 pixels
+// made decode_jpeg allocate and fill 594 MB before the missing scan was noticed (over a second).
+// A header that declares more pixels than the bytes can hold is a FormatError before any of that.
+TEST(Jpeg, HeaderDeclaringMorePixelsThanTheDataCanHoldIsFormatError) {
+  D5_REQUIRE_JPEG();
+  std::vector<uint8_t> jpeg = encode_jpeg(test::gradient_image(16, 16, 1), 90);
+  size_t sof = 0;
+  while (sof + 9 < jpeg.size() && !(jpeg[sof] == 0xff && jpeg[sof + 1] == 0xc0)) ++sof;
+  ASSERT_LT(sof + 9, jpeg.size()) << "no SOF0 marker";
+  jpeg[sof + 5] = 0x36;  // height 13825
+  jpeg[sof + 6] = 0x01;
+  jpeg[sof + 7] = 0x37;  // width 14335
+  jpeg[sof + 8] = 0xff;
+  D5_EXPECT_FORMAT_ERROR(decode_jpeg(jpeg, "big.jpg"), "big.jpg", "14335x13825", "truncated or corrupt");
+  // The stored input starts with the harness's selector byte.
+  const auto stored = test::read_bytes(D5_SOURCE_DIR "/fuzz/regressions/jpeg/declares-13825x14335-in-54-bytes");
+  D5_EXPECT_FORMAT_ERROR(decode_jpeg(std::span(stored).subspan(1), "stored.jpg"), "stored.jpg", "13825x14335");
+}
+
 TEST(Jpeg, ValidImageDecodesAfterAFailureOnTheSameThread) {
   D5_REQUIRE_JPEG();
   const auto jpeg = encode_jpeg(test::gradient_image(40, 24), 90);

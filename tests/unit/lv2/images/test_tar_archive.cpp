@@ -103,6 +103,26 @@ TEST(TarArchive, BadChecksumIsFormatErrorWithOffset) {
   D5_EXPECT_FORMAT_ERROR(list_tar(dir.file("bad.tar")), "bad.tar", "offset 512", "checksum");
 }
 
+// Hostile archives: members named outside the archive's tree are refused, naming the member;
+// "./" and names that merely contain dots are not.
+TEST(TarArchive, AbsoluteAndParentPathsAreFormatErrors) {
+  TempDir dir;
+  const std::vector<uint8_t> data = {1, 2, 3};
+  for (const std::string bad : {"../evil.JPEG", "c/../../evil.JPEG", "/etc/c/x.JPEG", "c/.."}) {
+    {
+      TarWriter w(dir.file("bad.tar"));
+      w.add_file(bad, data);
+    }
+    D5_EXPECT_FORMAT_ERROR(list_tar(dir.file("bad.tar")), bad, "'..' component");
+  }
+  {
+    TarWriter w(dir.file("good.tar"));
+    w.add_file("./c/x.JPEG", data);
+    w.add_file("c/..x/y...JPEG", data);
+  }
+  EXPECT_EQ(list_tar(dir.file("good.tar")).size(), 2u);
+}
+
 TEST(TarArchive, NotATarIsFormatError) {
   TempDir dir;
   test::write_bytes(dir.file("x.tar"), std::vector<uint8_t>(2048, 'a'));

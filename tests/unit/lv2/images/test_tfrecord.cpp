@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <limits>
 
 #include "deep500/train/dataset.h"
 #include "deep500/core/error.h"
@@ -185,6 +186,31 @@ TEST(TfRecordDataset, LabelRangeAndCorruptionAreFormatErrors) {
   D5_EXPECT_FORMAT_ERROR(open_dataset(spec(path, {{"label_offset", "1"}})), "x.tfrecord");
   EXPECT_THROW(open_dataset(spec(dir.path.string(), {{"shuffle", "1"}})), InvalidArgument);
   EXPECT_THROW(open_dataset(spec(dir.file("nothing"), {})), IoError);
+}
+
+// Found by fuzz_tfrecord (fuzz/regressions/tfrecord): a stored label near the int64 limits
+// overflowed when label_offset was subtracted, or when the class count (largest label + 1) was
+// computed. Such labels are FormatErrors naming the file, and so is any label from 2^31 on, the
+// most classes=N allows. (No JPEG is needed: labels are read before any image is decoded.)
+TEST(TfRecordDataset, LabelsNearTheInt64LimitsAreFormatErrors) {
+  TempDir dir;
+  const std::string path = dir.file("x.tfrecord");
+  const auto write_label = [&](int64_t label) {
+    TfRecordWriter w(path);
+    TfExample ex;
+    ex["image/encoded"].bytes = {"not decoded"};
+    ex["image/class/label"] = TfFeature{TfFeature::Kind::Int64, {}, {}, {label}};
+    w.write(serialize_tf_example(ex));
+    w.close();
+  };
+  const int64_t max = std::numeric_limits<int64_t>::max(), min = std::numeric_limits<int64_t>::min();
+  for (const auto& [label, offset] : std::vector<std::pair<int64_t, const char*>>{
+           {max, "0"}, {max, "-1"}, {min, "1"}, {int64_t{1} << 31, "0"}}) {
+    write_label(label);
+    D5_EXPECT_FORMAT_ERROR(open_dataset(spec(path, {{"label_offset", offset}})), "x.tfrecord", std::to_string(label));
+  }
+  write_label((int64_t{1} << 31) - 1);  // the largest label there can be
+  EXPECT_EQ(open_dataset(spec(path, {}))->classes(), int64_t{1} << 31);
 }
 
 }  // namespace

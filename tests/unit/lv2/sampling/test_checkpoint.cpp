@@ -280,6 +280,43 @@ TEST_F(CheckpointTest, CraftedHeadersWithValidChecksumsAreRefused) {
   }
 }
 
+// Found by fuzz_checkpoint (fuzz/regressions/checkpoint): header values of the wrong type or range
+// escaped as nlohmann exceptions, were converted with undefined behaviour (1e300 to an extent or
+// offset), or wrapped silently (a CRC of 2^32 read as 0). Each is a FormatError naming the file now.
+TEST_F(CheckpointTest, HeaderValuesOfTheWrongTypeOrRangeAreRefused) {
+  const auto tensor = [](const std::string& field, const std::string& value) {
+    std::string t = R"({"name": "x", "dtype": "f32", "layout": "any", "shape": [1], "offset": 0, "bytes": 4, "crc32": 0})";
+    const size_t at = t.find("\"" + field + "\": ") + field.size() + 4;
+    t.replace(at, t.find_first_of(",}", at) - at, value);
+    return R"({"tensors": [)" + t + R"(], "payload_bytes": 64, "byte_order": "little"})";
+  };
+  struct Case {
+    std::string header;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {R"({"tensors": [], "payload_bytes": 0, "byte_order": 5})", "byte order 5"},
+      {R"({"tensors": [], "payload_bytes": 1e400, "byte_order": "little"})", "not valid JSON"},
+      {tensor("shape", "[1e300]"), "'shape' is 1e+300"},
+      {tensor("shape", "7"), "'shape' is not a list"},
+      {tensor("offset", "1e300"), "'offset' is 1e+300"},
+      {tensor("bytes", "-4"), "'bytes' is -4"},
+      {tensor("crc32", "4294967296"), "'crc32' is 4294967296"},
+  };
+  for (const Case& c : cases) {
+    write_all(file("x"), craft_file(c.header, 64));
+    const std::string msg = format_error_message(file("x"));
+    EXPECT_NE(msg.find(c.expected), std::string::npos) << c.header << "\n -> " << msg;
+  }
+  const fs::path dir = fs::path(D5_SOURCE_DIR) / "fuzz" / "regressions" / "checkpoint";
+  for (const auto& e : fs::directory_iterator(dir)) {
+    // The stored inputs start with the harness's selector byte.
+    const std::string bytes = read_all(e.path().string());
+    write_all(file("r"), bytes.substr(1));
+    EXPECT_THROW(load_checkpoint(file("r")), FormatError) << e.path();
+  }
+}
+
 TEST_F(CheckpointTest, InvalidJsonIsReportedAtTheOffendingByte) {
   // The stray "]" is the header's byte 12 (0-based), file offset 24 + 12.
   write_all(file("j"), craft_file(R"({"tensors": ]})", 0));

@@ -163,6 +163,32 @@ TEST_F(MlpTrainerTest, StepAndTimeLimits) {
   }
 }
 
+// An interruption asked for during step 5 stops the run before step 6: no final test pass, the
+// checkpoint saved at the stop, and a run with an interruption and agreeing ranks refused.
+TEST_F(MlpTrainerTest, AnInterruptionStopsBeforeTheNextStepAndSavesTheCheckpoint) {
+  const std::string ck =
+      (std::filesystem::temp_directory_path() / ("d5-interrupt-" + std::to_string(getpid()) + ".ckpt")).string();
+  std::filesystem::remove(ck);
+  test::InOrderSampler sampler(train.size(), 8);
+  TrainingOptions o;
+  o.epochs = 100;
+  o.checkpoint_path = ck;
+  int64_t asked = 0;
+  o.interrupted = [&] { return ++asked > 5; };
+  const TrainingResult r = test_training(*ex, train, &test_set, sgd, sampler, o);
+  EXPECT_EQ(r.stop_reason, StopReason::interrupted);
+  EXPECT_STREQ(to_string(r.stop_reason), "interrupted");
+  EXPECT_EQ(r.steps, 5);
+  EXPECT_EQ(asked, 6);
+  EXPECT_TRUE(r.test_accuracy.empty()) << "a test pass ran after the interruption";
+  EXPECT_EQ(load_checkpoint(ck).meta.at("step").get<int64_t>(), 5);
+  std::filesystem::remove(ck);
+
+  test::InOrderSampler again(train.size(), 8);
+  o.agree = [](bool mine) { return mine; };
+  EXPECT_THROW(test_training(*ex, train, &test_set, sgd, again, o), InvalidArgument);
+}
+
 // Records the order of hooks and stops after a given step.
 class Recorder : public TrainingEvent {
  public:
