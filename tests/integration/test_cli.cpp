@@ -99,6 +99,18 @@ TEST(CliInfo, OutputFileIsWritten) {
   std::filesystem::remove(path);
 }
 
+// The manifest's libraries are what this binary links: ONNX (and protobuf) only where exporting a
+// model works, not wherever the machine has the packages.
+TEST(CliInfo, LibrariesNameOnlyWhatThisBinaryLinks) {
+  const auto path = (std::filesystem::temp_directory_path() / "d5-info-lenet.onnx").string();
+  const auto exported = run_d5({"models", "export", "lenet5", "-o", path});
+  std::filesystem::remove(path);
+  ASSERT_TRUE(exported.exit_code == 0 || exported.exit_code == kExitNotBuilt) << exported.err;
+  const auto libraries = nlohmann::json::parse(run_d5({"info", "--format", "json"}).out)["libraries"];
+  EXPECT_EQ(libraries.contains("onnx"), exported.exit_code == 0) << libraries.dump();
+  EXPECT_EQ(libraries.contains("protobuf"), exported.exit_code == 0) << libraries.dump();
+}
+
 // A disk that fills while d5 writes its result: exit code 4 naming the cause, the previous file
 // intact. The disk is "full" through a file-size limit set by the shell, with SIGXFSZ ignored so
 // that d5 sees the failed write (as it sees ENOSPC) instead of being killed.
