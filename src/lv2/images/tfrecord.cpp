@@ -254,7 +254,9 @@ void TfRecordWriter::write(std::span<const uint8_t> record) {
   uint8_t tail[4];
   put_le(tail, mask(crc32c(record)), 4);
   auto* f = static_cast<FILE*>(file_);
-  const bool ok = std::fwrite(head, 1, 12, f) == 12 && std::fwrite(record.data(), 1, record.size(), f) == record.size() &&
+  // An empty record has no data pointer, and fwrite's may not be null even for 0 bytes.
+  const bool ok = std::fwrite(head, 1, 12, f) == 12 &&
+                  (record.empty() || std::fwrite(record.data(), 1, record.size(), f) == record.size()) &&
                   std::fwrite(tail, 1, 4, f) == 4;
   if (!ok) D5_THROW(IoError, "writing TFRecord file '{}' failed: {}", path_, std::strerror(errno));
 }
