@@ -31,8 +31,8 @@ void remove_temp_dir() {
 
 const std::string& temp_dir() {
   static const std::string dir = [] {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/d5fuzz.XXXXXX";
+    // TMPDIR when set (scripts/run-fuzzers.sh points it at /dev/shm), else the system's.
+    std::string pattern = (fs::temp_directory_path() / "d5fuzz.XXXXXX").string();
     if (!::mkdtemp(pattern.data())) {
       std::perror("d5 fuzz: mkdtemp");
       std::abort();

@@ -8,7 +8,6 @@
 #include "lv2/images/tar_archive.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  // Plain variables, not a structured binding: clang 14 cannot capture those in lambdas.
   const d5::fuzz::Selected in = d5::fuzz::select(data, size);
   const uint8_t selector = in.selector;
   const std::span<const uint8_t> rest = in.rest;

@@ -32,6 +32,17 @@ struct Dist {
 
 constexpr int64_t kFeatures = 12, kClasses = 4, kPerRank = 4, kSamples = 96, kSteps = 6;
 
+// The sampler's next batch, starting a new epoch when the last one ended.
+template <typename S>
+auto next_rows(S& sampler) {
+  auto rows = sampler.next();
+  if (rows.empty()) {
+    sampler.reset();
+    rows = sampler.next();
+  }
+  return rows;
+}
+
 inline Network mlp(int64_t batch) {
   ModelOptions mo;
   mo.batch = batch;
@@ -89,11 +100,7 @@ class DistributedOptimizerTest : public testing::Test {
     auto opt = make_optimizer(optimizer, h);
     OrderedSampler sampler(kSamples, kPerRank * comm->size(), true);
     for (int64_t s = 0; s < kSteps; ++s) {
-      auto rows = sampler.next();
-      if (rows.empty()) {
-        sampler.reset();
-        rows = sampler.next();
-      }
+      const auto rows = next_rows(sampler);
       opt->step(*exec, data.feeds(rows), kZooLoss);
     }
     return flat_params(net);
@@ -110,11 +117,7 @@ class DistributedOptimizerTest : public testing::Test {
     auto ordered = [](int64_t global) { return std::make_unique<OrderedSampler>(kSamples, global, true); };
     DistributedSampler sampler(ordered, kSamples, kPerRank, 0, comm->rank(), comm->size(), Distribution::partitioned);
     for (int64_t s = 0; s < kSteps; ++s) {
-      auto rows = sampler.next();
-      if (rows.empty()) {
-        sampler.reset();
-        rows = sampler.next();
-      }
+      const auto rows = next_rows(sampler);
       dist->step(*exec, data.feeds(rows), kZooLoss);
     }
     dist->finish(*net);
