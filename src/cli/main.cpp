@@ -1,4 +1,7 @@
 // d5: the deep500 command line. Every failure ends as one line on stderr and an exit code.
+#include <unistd.h>
+
+#include <cerrno>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -20,9 +23,22 @@ namespace {
 
 // An error ends this process; in a distributed run it also ends every other rank (they would wait
 // in their next collective forever), and the message says which rank failed.
+// The line goes out in one write(2): the MPI launcher forwards each write of a rank as it comes and
+// prints its own abort notice between them, which split a line written piecewise by iostreams.
+void write_line_at_once(const std::string& line) {
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
+}
+
 int fail(int code, const std::string& what) {
   if (d5::mpi_world_is_distributed()) {
-    std::cerr << "d5: rank " << d5::mpi_world()->rank() << " " << what << "; ending every rank\n" << std::flush;
+    std::cerr << std::flush;
+    write_line_at_once("d5: rank " + std::to_string(d5::mpi_world()->rank()) + " " + what + "; ending every rank\n");
     d5::abort_world(code);
   }
   std::cerr << "d5: " << what << "\n";
