@@ -1,0 +1,155 @@
+// The recipes d5 ships (recipes/*.yaml), run for real at a small size with --set: every run of
+// every entry executes its command and writes results, and the recipes whose criteria can hold
+// at that size PASS. `d5 run --dry-run` only plans a recipe; this catches a shipped recipe whose
+// options a command no longer accepts, whose data path broke, or whose runs crash. Label
+// `recipes` (ctest -L recipes); CI runs it (docs/testing.md).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "../support/temp_dir.h"
+#include "process.h"
+
+namespace d5::test {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kMnist = D5_SOURCE_DIR "/../shared/data/mnist";
+
+// A shipped recipe at a small size. `passes`: every criterion holds at that size too. The others
+// train to an accuracy target that a tenth of the training cannot reach; there a criterion may
+// FAIL, but only on the quality it measures, never for want of results.
+struct SmallRun {
+  std::string recipe;
+  std::vector<std::string> sets;
+  bool passes;
+  bool needs_cifar = false;
+};
+
+// One problem per suite: the smallest of each DeepBench suite where the first is large.
+const std::vector<SmallRun>& small_runs() {
+  static const std::vector<SmallRun> runs = {
+      {"deepbench-gemm", {"limit=1", "min-time=0.01", "max-time=0.05"}, true},
+      {"deepbench-conv", {"limit=1", "min-time=0.01", "max-time=0.05"}, true},
+      {"deepbench-rnn",
+       {"limit=1", "min-time=0.01", "max-time=0.05", "filter=_h256mb16t150$|_h256mb1t150$|_h64mb1t96$"},
+       true},
+      {"distributed-schemes", {"ranks=2", "steps=4", "data-dir=" + kMnist}, true},
+      {"mnist-lenet-tta", {"epochs=1", "data-dir=" + kMnist}, false},
+      {"optimizers-compare", {"epochs=1", "data-dir=" + kMnist}, false},
+      {"cifar10-resnet20", {"epochs=1", "batch=32", "backend=torch"}, false, true},
+      {"quickstart",
+       {"deepbench.limit=1", "deepbench.min-time=0.01", "deepbench.max-time=0.05", "zoo-inference.min-runs=2",
+        "zoo-inference.max-time=0.2", "zoo-train-step.min-runs=2", "zoo-train-step.max-time=0.2",
+        "mnist-lenet5.epochs=1", "dsgd-scaling.steps=4", "data-dir=" + kMnist},
+       false},
+  };
+  return runs;
+}
+
+void PrintTo(const SmallRun& r, std::ostream* os) { *os << r.recipe; }
+
+json load(const fs::path& p) {
+  std::ifstream in(p);
+  return json::parse(in);
+}
+
+// CIFAR-10's binary layout (five training batches, one test batch) with 32 random images each:
+// enough for a step of ResNet-20, nothing to learn from.
+void write_small_cifar10(const fs::path& dir) {
+  fs::create_directories(dir);
+  uint32_t state = 12345;
+  auto next = [&state] { return state = state * 1664525u + 1013904223u; };
+  for (const char* f : {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+                        "data_batch_5.bin", "test_batch.bin"}) {
+    std::ofstream out(dir / f, std::ios::binary);
+    for (int r = 0; r < 32; ++r) {
+      out.put(static_cast<char>(r % 10));
+      for (int k = 0; k < 3 * 32 * 32; ++k) out.put(static_cast<char>(next() >> 24));
+    }
+  }
+}
+
+class ShippedRecipe : public ::testing::TestWithParam<SmallRun> {
+ protected:
+  static void SetUpTestSuite() { set_mpi_launcher_environment(); }
+};
+
+TEST_P(ShippedRecipe, RunsAtASmallSize) {
+  const SmallRun& run = GetParam();
+  if (!fs::exists(kMnist)) GTEST_SKIP() << "no MNIST at " << kMnist;
+  TempDir dir("d5-shipped-recipe");
+  std::vector<std::string> args = {"--threads", "1", "run", run.recipe, "--results-dir",
+                                   (dir.path / "results").string()};
+  for (const auto& s : run.sets) args.insert(args.end(), {"--set", s});
+  if (run.needs_cifar) {
+    write_small_cifar10(dir.path / "cifar10");
+    args.insert(args.end(), {"--set", "data-dir=" + (dir.path / "cifar10").string()});
+  }
+  const auto plan = run_d5([&] {
+    auto a = args;
+    a.push_back("--dry-run");
+    return a;
+  }());
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const auto r = run_d5(args);
+  if (run.passes) {
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;  // 1: a criterion FAILed
+
+  const json summary = load(dir.path / "results" / "run.json");
+  ASSERT_EQ(static_cast<int>(summary["cases"].size()), count_lines(plan.out)) << "one case per planned run";
+  for (const auto& c : summary["cases"]) {
+    const json& x = c["extra"];
+    SCOPED_TRACE(x["id"].get<std::string>());
+    // The command itself succeeded (3: a backend could not run some of its cases, which it names).
+    EXPECT_TRUE(x["exit_code"] == 0 || x["exit_code"] == 3 || (!run.passes && x["exit_code"] == 1))
+        << x.dump() << "\n" << read_file((dir.path / "results" / x["log_file"].get<std::string>()).string());
+    const fs::path result = dir.path / "results" / x["result_file"].get<std::string>();
+    ASSERT_TRUE(fs::exists(result)) << x.dump();
+    EXPECT_FALSE(load(result)["cases"].empty()) << result;
+    EXPECT_EQ(x["validity"] == "VALID", x["invalid_reasons"].empty()) << x.dump();
+    for (const auto& reason : x["invalid_reasons"])  // statistics only, never a missing result
+      EXPECT_EQ(reason.get<std::string>().find("without results"), std::string::npos) << reason;
+    for (const auto& k : x["criteria"]) {
+      if (run.passes) {
+        EXPECT_EQ(k["verdict"], "PASS") << k.dump();
+      }
+      EXPECT_EQ(k["detail"].get<std::string>().find("no result"), std::string::npos) << k.dump();
+      if (k["verdict"] == "FAIL" && k["criterion"] == "no case FAILED") {
+        EXPECT_NE(k["detail"].get<std::string>().find("not reached"), std::string::npos)
+            << "only a missed accuracy target may fail a case at this size: " << k.dump();
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Recipes, ShippedRecipe, ::testing::ValuesIn(small_runs()), [](const auto& info) {
+  std::string n = info.param.recipe;
+  std::replace(n.begin(), n.end(), '-', '_');
+  return n;
+});
+
+// Every recipe `d5 run --list` shows has its small run above, and nothing else is listed there.
+TEST(ShippedRecipes, EveryShippedRecipeHasASmallRun) {
+  const auto list = run_d5({"run", "--list", "--format", "json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  std::set<std::string> shipped, small;
+  for (const auto& r : json::parse(list.out)) shipped.insert(r["name"].get<std::string>());
+  for (const auto& s : small_runs()) small.insert(s.recipe);
+  EXPECT_EQ(shipped, small);
+}
+
+}  // namespace
+
+}  // namespace d5::test
