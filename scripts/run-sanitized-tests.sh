@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs test binaries of a sanitizer build (make test-asan, make test-tsan; docs/sanitizers.md) and
-# fails on the first report. Each binary runs whole, so one process covers its cases; a report
-# makes it exit non-zero, which is the failure.
+# fails on the first report. Each binary runs whole, so one process covers its cases (an MPI
+# binary, *_mpi, one process per rank on two ranks); a report makes it exit non-zero, which is the
+# failure.
 # Usage: run-sanitized-tests.sh BUILD_DIR address|thread TEST_BINARY...
 set -u
 BUILD=$(cd "$1" && pwd)
@@ -33,7 +34,15 @@ for t in "$@"; do
     continue
   fi
   echo "== $t ($MODE)"
-  if ! (cd "$BUILD" && "$bin" --gtest_brief=1); then
+  launch=()
+  # MPI test binaries (d5_test_lv3_mpi) run on two ranks; Open MPI is told to accept root
+  # (containers) and more ranks than cores, as ctest's MPI tests are.
+  if [[ $t == *_mpi ]]; then
+    launch=(mpiexec -n 2)
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
+      OMPI_MCA_mpi_yield_when_idle=1
+  fi
+  if ! (cd "$BUILD" && "${launch[@]}" "$bin" --gtest_brief=1); then
     failed+=("$t")
   fi
 done

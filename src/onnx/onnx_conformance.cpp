@@ -205,15 +205,19 @@ ImportOptions import_options_for(const onnx::GraphProto& g, const std::vector<st
                                  const fs::path& dir) {
   ImportOptions io;
   io.base_dir = dir.string();
-  for (const auto& [name, t] : feeds) {
-    const auto* in = &*std::find_if(g.input().begin(), g.input().end(), [&](const auto& v) { return v.name() == name; });
+  for (const auto& feed : feeds) {
+    const Tensor& t = feed.second;
+    const auto found =
+        std::find_if(g.input().begin(), g.input().end(), [&](const auto& v) { return v.name() == feed.first; });
+    if (found == g.input().end()) continue;  // a feed the graph does not take: the feed check names it
+    const auto* in = &*found;
     if (!in->type().has_tensor_type() || !in->type().tensor_type().has_shape()) continue;
     const auto& dims = in->type().tensor_type().shape().dim();
     if (dims.size() != static_cast<int>(t.shape().rank())) continue;  // the importer or the feed check says so
     for (int k = 0; k < dims.size(); ++k) {
       if (dims[k].has_dim_value()) continue;
       if (dims[k].has_dim_param()) io.dims[dims[k].dim_param()] = t.shape()[static_cast<size_t>(k)];
-      else io.input_shapes[name] = t.shape();
+      else io.input_shapes[feed.first] = t.shape();
     }
   }
   return io;

@@ -155,7 +155,8 @@ TEST(CliNet, TrainStepWithBreakdownAndOverheadToAFile) {
   EXPECT_EQ(c["params"]["loss"], "loss");
   const auto* overhead = find_metric(c, "framework_overhead");
   ASSERT_TRUE(overhead);
-  EXPECT_GT((*overhead)["summary"]["median"].get<double>(), 0);
+  // The sanity band of test_executor_metrics.cpp: the executor's work includes the native one's.
+  EXPECT_GE((*overhead)["summary"]["median"].get<double>(), 0.9);
   EXPECT_EQ((*overhead)["info"]["mode"], "train-step");
   // A ratio whose CI reaches 1 is a finding (PASSED, exit 0); one wholly below 1 can only come from
   // other load on the cores and makes the case MISTRUSTED with the reason (exit 1), never a number.

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <regex>
 
 #include "../support/report_fixtures.h"
@@ -70,8 +71,10 @@ class ReportInBrowser : public ::testing::Test {
   TempDir dir{"d5-report"};
 };
 
-TEST_F(ReportInBrowser, EveryPlotOfRealResultsIsDrawnWithoutScriptErrors) {
-  const std::string results = dir.file("results");
+// Result files of real runs (ops bench with its checks, net with the breakdown, divergence, and
+// with MNIST a short training run) plus the synthetic scaling and hostile ones, in `results`.
+// Returns whether the training run is among them; `untrained` says why not.
+bool produce_results(const std::string& results, std::string& untrained) {
   fs::create_directories(results);
   expect_ok(run_d5({"ops", "bench", "--suite", "deepbench-gemm-inference-device", "--filter", "^#[24] ", "--mode",
                     "check", "--min-time", "0.01", "--max-time", "0.05", "--format", "json", "-o",
@@ -84,7 +87,7 @@ TEST_F(ReportInBrowser, EveryPlotOfRealResultsIsDrawnWithoutScriptErrors) {
                     "--per-param", "--format", "json", "-o", results + "/divergence.json"}),
             "d5 divergence");
   bool trained = false;
-  std::string untrained = "no MNIST at " + kMnist;
+  untrained = "no MNIST at " + kMnist;
   if (fs::exists(kMnist)) {
     const auto t = run_d5({"train", "--model", "lenet5", "--dataset", "mnist", "--data-dir", kMnist, "--train-split",
                            "test", "--train-range", "0:128", "--test-split", "test", "--test-range", "128:192",
@@ -96,9 +99,31 @@ TEST_F(ReportInBrowser, EveryPlotOfRealResultsIsDrawnWithoutScriptErrors) {
   }
   write_results(results + "/scaling.json", scaling_results());
   write_results(results + "/hostile.json", hostile_results());
+  return trained;
+}
 
-  const std::string html = dir.file("report.html");
-  const auto r = run_d5({"report", results, "-o", html});
+// produce_results into DIR/results, then `d5 report` of them to DIR/report.html.
+struct RenderedReport {
+  std::string results, html;
+  ProcessResult report;
+  bool trained = false;
+  std::string untrained;
+};
+RenderedReport render_real_results(const TempDir& dir) {
+  RenderedReport r;
+  r.results = dir.file("results");
+  r.html = dir.file("report.html");
+  r.trained = produce_results(r.results, r.untrained);
+  r.report = run_d5({"report", r.results, "-o", r.html});
+  return r;
+}
+
+TEST_F(ReportInBrowser, EveryPlotOfRealResultsIsDrawnWithoutScriptErrors) {
+  const RenderedReport rendered = render_real_results(dir);
+  const auto& r = rendered.report;
+  const bool trained = rendered.trained;
+  const std::string& untrained = rendered.untrained;
+  const std::string& html = rendered.html;
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::regex wrote("([0-9]+) plot\\(s\\) in ([0-9]+) section");
   std::smatch m;
@@ -135,6 +160,28 @@ TEST_F(ReportInBrowser, EveryPlotOfRealResultsIsDrawnWithoutScriptErrors) {
   // Everything else was checked; a failure above still fails the test, but a pass without the
   // training section shows as skipped, not as a full pass.
   if (!trained) GTEST_SKIP() << "the Convergence section was not checked: " << untrained;
+}
+
+// Every value the page plots is the value of the result files: tests/integration/check_report_values.py
+// reads the page's plot specs back and looks each row up in the inputs, independently of the report
+// code. Every kind of plot these inputs give must have been checked, and none may disagree.
+TEST(CliReport, EveryPlottedValueIsTheResultFilesValue) {
+  TempDir dir("d5-report-values");
+  const RenderedReport rendered = render_real_results(dir);
+  ASSERT_EQ(rendered.report.exit_code, 0) << rendered.report.err;
+  int status = 0;
+  const std::string out = shell(std::string(D5_PYTHON) + " " + D5_SOURCE_DIR +
+                                    "/tests/integration/check_report_values.py " + rendered.html + " " +
+                                    rendered.results + " 2>&1",
+                                status);
+  EXPECT_EQ(status, 0) << out;
+  std::vector<std::string> kinds = {"overview", "violins", "throughput", "breakdown", "divergence", "heatmaps",
+                                    "scaling"};
+  if (rendered.trained) kinds.insert(kinds.end(), {"accuracy", "loss"});
+  for (const auto& kind : kinds)
+    EXPECT_TRUE(std::regex_search(out, std::regex("(^|\\n)" + kind + ": [1-9][0-9]* checked"))) << kind << "\n" << out;
+  std::cout << out;
+  if (!rendered.trained) GTEST_SKIP() << "the Convergence section's values were not checked: " << rendered.untrained;
 }
 
 TEST(CliReport, WithoutBundlesNoPageAndTheInstallStepIsNamed) {

@@ -130,10 +130,10 @@ json step_time_case(const json& rerun) {
 
 // Times are judged unless --outputs-only says not to, in both directions: against an original whose
 // step times were made 1000 times longer the rerun is FASTER, against one made 1000 times shorter
-// it is SLOWER; either is NOT REPRODUCED, beyond any load of a shared machine (the CI's runs moved
-// by 8x at most). The ratio of medians (new / baseline) must sit near 1/1000 and 1000: a factor of
-// 3 either way for the load. With the flag the same rerun is REPRODUCED. The rerun repeats the
-// original's global options (--malloc keep).
+// it is SLOWER; either is NOT REPRODUCED, beyond any load of a shared machine (step times under
+// ctest -j2 moved by 8x at most). The ratio of medians (new / baseline) must sit near 1/1000 and
+// 1000: within a factor 30 either way, beyond that load, and still far from 1. With the flag the
+// same rerun is REPRODUCED. The rerun repeats the original's global options (--malloc keep).
 TEST_F(CliRerun, TimesDecideInBothDirectionsUnlessOutputsOnlyAndGlobalOptionsAreRepeated) {
   const std::string out = dir_.file("m.json");
   std::vector<std::string> args = train("reference", out);
@@ -158,8 +158,8 @@ TEST_F(CliRerun, TimesDecideInBothDirectionsUnlessOutputsOnlyAndGlobalOptionsAre
     const json st = step_time_case(j);
     EXPECT_EQ(st["verdict"], d.verdict) << st.dump();
     const double ratio = st["ratio_of_medians"].get<double>();
-    EXPECT_GT(ratio, 1 / d.factor / 3) << st.dump();
-    EXPECT_LT(ratio, 1 / d.factor * 3) << st.dump();
+    EXPECT_GT(ratio, 1 / d.factor / 30) << st.dump();
+    EXPECT_LT(ratio, 1 / d.factor * 30) << st.dump();
     EXPECT_EQ(load(dir_.file(d.file + ".rerun.json"))["manifest"]["malloc"], "keep");
 
     const auto shown = run_d5({"rerun", dir_.file(d.file + ".json"), "--outputs-only", "--format", "json"});

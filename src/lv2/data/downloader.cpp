@@ -185,12 +185,16 @@ std::vector<DownloadedFile> download_dataset(const std::string& name, const Down
     d.path = (fs::path(dir) / file.name).string();
     d.checksum_kind = checksum_kind(file);
     const std::string part = d.path + ".part";
-    // A verified file is kept; one that does not verify (stale, edited) is fetched again.
-    if (fs::exists(d.path) && verifies(d.path, file)) {
-      d.checksum = expected_checksum(file);
-      d.size = static_cast<int64_t>(fs::file_size(d.path));
-      out.push_back(d);
-      continue;
+    // A verified file is kept; one that does not verify (stale, edited) is deleted and fetched
+    // again, so that a failed download never leaves it behind for a dataset to read.
+    if (fs::exists(d.path)) {
+      if (verifies(d.path, file)) {
+        d.checksum = expected_checksum(file);
+        d.size = static_cast<int64_t>(fs::file_size(d.path));
+        out.push_back(d);
+        continue;
+      }
+      fs::remove(d.path);
     }
     // A .part that is already complete (interrupted between transfer and rename) needs no transfer.
     const bool part_complete = fs::exists(part) && verifies(part, file);

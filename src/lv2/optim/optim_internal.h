@@ -129,7 +129,9 @@ void for_chunks(int64_t n, const Body& body) {
 // picks one per CPU. They round as ATen's float kernels do, so that updates match torch::optim's
 // bit for bit where the operation order allows: ATen's add(self, other, alpha) is one fused
 // multiply-add (madd below), while addcmul/addcdiv/mul are separate roundings.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under ThreadSanitizer: GCC instruments the clones' ifunc resolver, which the dynamic loader
+// runs before the sanitizer's runtime exists, and the process dies during relocation.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define D5_OPTIM_KERNEL __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define D5_OPTIM_KERNEL

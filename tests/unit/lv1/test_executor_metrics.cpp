@@ -25,7 +25,10 @@ class ExecutorMetricsTest : public ::testing::Test {
 void expect_overhead_at_least_one_or_mistrusted(const FrameworkOverhead& fo) {
   ASSERT_TRUE(fo.ratio.summary);
   EXPECT_TRUE(std::isfinite(fo.ratio.summary->median));
-  EXPECT_GT(fo.ratio.summary->median, 0);
+  // The sanity band: the executor runs the native sequence's operators and more, with both sides
+  // interleaved so that load slows both, so its median ratio cannot lie far below 1 (measured on a
+  // shared 2-core VM: 1.02 to 1.64); 0.9 leaves noise room and catches a timer that skips work.
+  EXPECT_GE(fo.ratio.summary->median, 0.9);
   ASSERT_TRUE(fo.ratio.summary->median_ci.available);
   EXPECT_EQ(fo.ratio.info["same_operators"], true);  // only then can a ratio below 1 be judged
   if (fo.ratio.summary->median_ci.upper >= 1) {

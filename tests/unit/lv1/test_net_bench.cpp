@@ -43,6 +43,11 @@ TEST(NetBench, EveryExecutorIsValidatedTimedAndBrokenDown) {
     const auto* overhead = find_metric(c, "framework_overhead");
     ASSERT_TRUE(overhead) << c.name;
     EXPECT_EQ(overhead->info["same_operators"], c.backend != "torch") << c.name;
+    // The sanity band (test_executor_metrics.cpp) where both sides run the same operators.
+    if (c.backend != "torch") {
+      ASSERT_TRUE(overhead->summary) << c.name;
+      EXPECT_GE(overhead->summary->median, 0.9) << c.name;
+    }
     if (c.state == CaseState::Mistrusted && overhead->info.contains("mistrusted")) {
       EXPECT_EQ(c.detail.rfind("FrameworkOverhead's 95% CI", 0), 0u) << c.detail;
     } else {

@@ -175,7 +175,7 @@ void register_binary_ops(OpRegistry& r) {
                                                            {"Pow", Arith::pow}};
   for (const auto& [type, kind] : kOps)
     add_op(r, type, true,
-           [kind](const OpSpec& s) -> OpCreateResult { return std::make_unique<ArithOp>(s, kind); });
+           [kind = kind](const OpSpec& s) -> OpCreateResult { return std::make_unique<ArithOp>(s, kind); });
 }
 
 }  // namespace d5::reference

@@ -454,7 +454,7 @@ void register_data_movement_ops(OpRegistry& r) {
       {"Concat", make_concat},       {"Split", make_split}, {"Gather", make_gather},
   };
   for (const auto& [type, make] : ops)
-    add_op(r, type, true, [make](const OpSpec& s) -> OpCreateResult { return make(s); });
+    add_op(r, type, true, [make = make](const OpSpec& s) -> OpCreateResult { return make(s); });
 }
 
 }  // namespace d5::reference

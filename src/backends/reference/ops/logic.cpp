@@ -113,7 +113,7 @@ void register_logic_ops(OpRegistry& r) {
       {"GreaterOrEqual", Logic::ge}, {"And", Logic::and_}, {"Or", Logic::or_},     {"Xor", Logic::xor_}};
   for (const auto& [type, kind] : kOps)
     add_op(r, type, false,
-           [kind](const OpSpec& s) -> OpCreateResult { return std::make_unique<LogicOp>(s, kind); });
+           [kind = kind](const OpSpec& s) -> OpCreateResult { return std::make_unique<LogicOp>(s, kind); });
   add_op(r, "Not", false, make<NotOp>);
 }
 

@@ -192,7 +192,7 @@ void register_reduce_ops(OpRegistry& r) {
       {"ReduceSum", Kind::Sum}, {"ReduceMean", Kind::Mean}, {"ReduceMax", Kind::Max}, {"ReduceL2", Kind::L2}};
   for (const auto& [name, kind] : kinds)
     add_op(r, name, true,
-           [kind](const OpSpec& s) -> OpCreateResult { return std::make_unique<ReduceOp>(s, kind); });
+           [kind = kind](const OpSpec& s) -> OpCreateResult { return std::make_unique<ReduceOp>(s, kind); });
 }
 
 }  // namespace d5::reference

@@ -129,7 +129,7 @@ void register_variadic_ops(OpRegistry& r) {
       {"Sum", Variadic::sum}, {"Mean", Variadic::mean}, {"Max", Variadic::max}, {"Min", Variadic::min}};
   for (const auto& [type, kind] : kOps)
     add_op(r, type, true,
-           [kind](const OpSpec& s) -> OpCreateResult { return std::make_unique<VariadicOp>(s, kind); });
+           [kind = kind](const OpSpec& s) -> OpCreateResult { return std::make_unique<VariadicOp>(s, kind); });
 }
 
 }  // namespace d5::reference

@@ -128,6 +128,18 @@ TEST_F(Downloader, CorruptMirrorCopyIsAnErrorNamingBothChecksums) {
   EXPECT_FALSE(fs::exists(dest_.file(std::string(kLabels) + ".part")));
 }
 
+// A stale copy in the destination (one that does not verify) is not left behind when the fresh
+// download fails too: a dataset would read it as if it were the publisher's (found by fuzz_download).
+TEST_F(Downloader, AStaleFileIsDeletedEvenWhenTheNewDownloadFails) {
+  auto bytes = read_bytes(mirror_.file(kLabels));
+  write_bytes(dest_.file(kLabels), std::vector<uint8_t>(bytes.begin(), bytes.begin() + 50));  // stale, truncated
+  bytes[100] ^= 0xff;
+  write_bytes(mirror_.file(kLabels), bytes);  // and the mirror's copy is corrupt
+  expect_error<FormatError>([&] { download_dataset("mnist", options_); }, {kLabels, "deleted"});
+  EXPECT_FALSE(fs::exists(dest_.file(kLabels)));
+  EXPECT_FALSE(fs::exists(dest_.file(std::string(kLabels) + ".part")));
+}
+
 TEST_F(Downloader, MissingMirrorFileIsAnIoErrorNamingTheUrl) {
   fs::remove(mirror_.file(kLabels));
   expect_error<IoError>([&] { download_dataset("mnist", options_); }, {options_.mirror + "/" + kLabels});

@@ -1,0 +1,331 @@
+#!/usr/bin/python3
+"""Checks every value d5 report plots against the result files it was drawn from: the page's
+Vega-Lite specs (the JSON in <script id="d5-specs">) are read back and each data row is looked up
+in the inputs, independently of d5's report code. Per kind of plot:
+
+  overview      median and 95% CI of a case's primary time metric (any unit: s, ms, us, ns)
+  violins       per case: median, CI, run count, quartiles between the order statistics that bound
+                them, Tukey whiskers that are samples, the outlier count, every outlier a sample
+  throughput    GFLOP/s median and CI of the case's gflops metric, GFLOP = extra.flops / 1e9
+  breakdown     per operator type and pass: node count and summed seconds of extra.breakdown; the
+                part outside operators: the executor's seconds less every node's
+  peak          the throughput plot's peak line: the best FMA run of an input's manifest
+  accuracy      every point of extra.curves.<curve> of a training run, inside its interval
+  loss          every point of extra.curves.loss, with its training time
+  divergence    each optimizer's loss per step (loss_a, loss_b of the divergence report)
+  heatmaps      every cell of a forward-difference grid equals a grid in the result files
+  scaling       time per rank count: the case's median and CI
+
+Usage: check_report_values.py REPORT.html RESULTS_DIR
+Prints how many rows of each kind it checked; exit 1 naming each row that disagrees.
+"""
+import bisect
+import glob
+import json
+import math
+import os
+import statistics
+import sys
+
+SCALES = (1.0, 1e3, 1e6, 1e9)
+failures = []
+checked = {}
+
+
+def fail(kind, what):
+    failures.append(f"{kind}: {what}")
+
+
+def count(kind):
+    checked[kind] = checked.get(kind, 0) + 1
+
+
+def close(a, b, rel=1e-9):
+    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+
+
+def scale_of(shown, source):
+    """The unit factor that turns a value in seconds (or its own unit) into the shown one."""
+    for s in SCALES:
+        if close(shown, source * s):
+            return s
+    return None
+
+
+def specs_of(html):
+    tag = '<script type="application/json" id="d5-specs">'
+    b = html.index(tag) + len(tag)
+    return json.loads(html[b:html.index("</script>", b)])
+
+
+def rows_of(spec):
+    rows = list(spec.get("data", {}).get("values", []))
+    for layer in spec.get("layer", []):
+        rows += layer.get("data", {}).get("values", [])
+    return rows
+
+
+class Inputs:
+    def __init__(self, folder):
+        self.cases = []        # (file name, case)
+        self.divergence = []   # divergence reports
+        self.peaks = []        # manifest.extra.peak.fma_gflops.best of each result file
+        for path in sorted(glob.glob(os.path.join(folder, "**", "*.json"), recursive=True)):
+            with open(path) as f:
+                j = json.load(f)
+            if "cases" in j:
+                self.cases += [(os.path.basename(path), c) for c in j["cases"]]
+                peak = j.get("manifest", {}).get("extra", {}).get("peak", {}).get("fma_gflops", {})
+                if "best" in peak:
+                    self.peaks.append(peak["best"])
+            elif "steps" in j and "optimizer" in j:
+                self.divergence.append(j)
+
+    def find(self, name, series):
+        """The case named `name` of the series' backend (and file, where the series names one)."""
+        backend, _, rest = series.partition(" \u00b7 ")
+        found = [c for f, c in self.cases
+                 if c.get("name") == name and c.get("backend") == backend and (not rest or f.startswith(rest))]
+        return found[0] if len(found) == 1 else None
+
+
+def metric(case, name=None):
+    ms = case.get("metrics", [])
+    if name is None:
+        return ms[0] if ms else None
+    return next((m for m in ms if m["name"] == name), None)
+
+
+def summary(m):
+    s = m.get("summary", {})
+    ci = s.get("median_ci", {})
+    return s.get("median"), ci.get("lower"), ci.get("upper")
+
+
+def check_median_ci(kind, row, m, s=None):
+    median, lo, hi = summary(m)
+    s = s or scale_of(row["median"], median)
+    if lo is None or hi is None:  # no CI in the file (too few runs): none, or one collapsed onto the median
+        ci_ok = (row.get("ci_lo") is None and row.get("ci_hi") is None) or \
+            (s is not None and close(row["ci_lo"], median * s) and close(row["ci_hi"], median * s))
+    else:
+        ci_ok = s is not None and close(row["ci_lo"], lo * s) and close(row["ci_hi"], hi * s)
+    if s is None or not ci_ok:
+        fail(kind, f"{row.get('case')} {row.get('series')}: shown {row['median']} [{row['ci_lo']}, {row['ci_hi']}], "
+                   f"file {median} [{lo}, {hi}]")
+        return None
+    return s
+
+
+def check_overview(inputs, row):
+    case = inputs.find(row["case"], row["series"])
+    if case is None:
+        return fail("overview", f"no case {row['case']!r} for {row['series']!r}")
+    if check_median_ci("overview", row, metric(case)) is not None:
+        count("overview")
+
+
+def bounded_by_order_statistics(q, xs, p):
+    """q lies between the two order statistics every common quantile definition interpolates."""
+    pos = p * (len(xs) - 1)
+    return xs[math.floor(pos)] * (1 - 1e-12) <= q <= xs[math.ceil(pos)] * (1 + 1e-12) or \
+        xs[max(0, math.floor(pos) - 1)] <= q <= xs[min(len(xs) - 1, math.ceil(pos) + 1)]
+
+
+def check_violin(inputs, rows):
+    stats = [r for r in rows if r["kind"] == "stats"]
+    for row in stats:
+        case = inputs.find(row["case"], row["series"])
+        if case is None:
+            fail("violins", f"no case {row['case']!r} for {row['series']!r}")
+            continue
+        m = metric(case)
+        s = check_median_ci("violins", row, m)
+        if s is None:
+            continue
+        xs = sorted(x * s for x in m["samples"])
+        ok = row["runs"] == len(xs) and close(row["median"], statistics.median(xs))
+        ok = ok and bounded_by_order_statistics(row["q1"], xs, 0.25) and bounded_by_order_statistics(row["q3"], xs, 0.75)
+        ok = ok and row["whisker_lo"] in xs and row["whisker_hi"] in xs
+        outside = sum(1 for x in xs if x < row["whisker_lo"] or x > row["whisker_hi"])
+        ok = ok and row["Tukey outliers"] == outside
+        for o in (r for r in rows if r["kind"] == "outlier" and r.get("case") == row["case"]
+                  and r["series"] == row["series"]):
+            i = bisect.bisect_left(xs, o["t"] * (1 - 1e-12))
+            ok = ok and i < len(xs) and close(xs[i], o["t"])
+        if not ok:
+            fail("violins", f"{row['case']} {row['series']}: {row} against {len(xs)} samples")
+        else:
+            count("violins")
+
+
+def check_throughput(inputs, row):
+    case = inputs.find(row["case"], row["series"])
+    m = case and metric(case, "gflops")
+    if not m:
+        return fail("throughput", f"no gflops of {row['case']!r} for {row['series']!r}")
+    if check_median_ci("throughput", row, m, 1.0) and close(row["gflop"], case["extra"]["flops"] / 1e9):
+        count("throughput")
+    else:
+        fail("throughput", f"{row}: GFLOP {case['extra'].get('flops')}")
+
+
+def check_breakdown(inputs, row):
+    cases = [c for _, c in inputs.cases if c.get("name") == row["case"] and "breakdown" in c.get("extra", {})]
+    if len(cases) != 1:
+        return fail("breakdown", f"no breakdown of {row['case']!r}")
+    b = cases[0]["extra"]["breakdown"]
+    if row["part"] == "outside operators":
+        nodes = []
+        seconds = b["executor_seconds"] - sum(n["seconds"] for n in b["nodes"])
+    else:
+        op, _, rest = row["part"].partition(" (")
+        nodes = [n for n in b["nodes"] if n["op_type"] == op and n.get("pass", "forward") == rest.rstrip(")")]
+        seconds = sum(n["seconds"] for n in nodes)
+    percent = 100 * seconds / b["executor_seconds"]
+    if row["nodes"] == len(nodes) and close(row["seconds"], seconds, 1e-6) and \
+            close(row["time"], seconds * 1e6, 1e-6) and close(row["percent"], percent, 1e-6):
+        count("breakdown")
+    else:
+        fail("breakdown", f"{row}: {len(nodes)} nodes, {seconds} s in the file")
+
+
+def training_cases(inputs, run):
+    return [c for _, c in inputs.cases if "curves" in c.get("extra", {}) and run.startswith(c["name"].split("/")[0])]
+
+
+def curve_point(inputs, run, curve, step):
+    for c in training_cases(inputs, run):
+        for p in c["extra"]["curves"].get(curve, []):
+            if p["step"] == step:
+                yield p
+
+
+def check_accuracy(inputs, row):
+    points = list(curve_point(inputs, row["run"], row["curve"], row["step"]))
+    if any(close(p["value"], row["accuracy"]) for p in points) and row["lo"] <= row["accuracy"] <= row["hi"]:
+        count("accuracy")
+    else:
+        fail("accuracy", f"{row} not in the file ({points})")
+
+
+def check_loss(inputs, row):
+    points = list(curve_point(inputs, row["run"], "loss", row["step"]))
+    if any(close(p["value"], row["loss"]) and close(p["training_time_s"], row["time"]) for p in points):
+        count("loss")
+    else:
+        fail("loss", f"{row} not in the file ({points})")
+
+
+def check_divergence(inputs, row):
+    for d in inputs.divergence:
+        key = "loss_a" if row["optimizer"] == d["optimizer"] else "loss_b" if row["optimizer"] == d["twin"] else None
+        steps = d["steps"]
+        i = int(row["step"]) - 1
+        if key and 0 <= i < len(steps) and close(steps[i][key], row["loss"]):
+            count("divergence")
+            return
+    fail("divergence", f"{row} not in a divergence report")
+
+
+def heatmaps(value):
+    if isinstance(value, dict):
+        if "heatmap" in value and isinstance(value["heatmap"], dict):
+            yield value["heatmap"]
+        for v in value.values():
+            yield from heatmaps(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from heatmaps(v)
+
+
+def check_heatmap(inputs, rows):
+    grids = [h for _, c in inputs.cases for h in heatmaps(c.get("extra", {}))]
+    for panel in sorted({r["panel"] for r in rows}):
+        cells = [r for r in rows if r["panel"] == panel]
+
+        def matches(h):
+            if h["rows"] * h["cols"] != len(cells):
+                return False
+            for r in cells:
+                v = h["values"][r["row"]][r["col"]]
+                if (v is None) != (r["diff"] is None) or (v is not None and not close(v, r["diff"])):
+                    return False
+            return True
+        if any(matches(h) for h in grids):
+            count("heatmaps")
+        else:
+            fail("heatmaps", f"panel {panel!r}: no grid of the result files has these {len(cells)} cells")
+
+
+def check_scaling_time(inputs, row):
+    cases = [c for _, c in inputs.cases
+             if c.get("name", "").split("/ranks=")[0] == row["series"]
+             and (c.get("params", {}).get("ranks") or c.get("extra", {}).get("ranks")) == row["ranks"]]
+    if len(cases) == 1:
+        median, lo, hi = summary(metric(cases[0]))
+        s = scale_of(row["value"], median)
+        if lo is None or hi is None:  # no CI: the interval collapses onto the median
+            lo = hi = median
+        if s is not None and close(row["lo"], lo * s) and close(row["hi"], hi * s):
+            return count("scaling")
+    fail("scaling", f"{row}: {len(cases)} case(s) in the files")
+
+
+def check_peak(inputs, row):
+    if any(close(row["peak"], p) for p in inputs.peaks):
+        count("peak")
+    else:
+        fail("peak", f"{row}: the inputs' peaks are {inputs.peaks}")
+
+
+def count_derived(_inputs, _row):
+    count("scaling (derived; tests/unit/report)")
+
+
+# Which check a row of a plot gets, by the fields it has; the first that matches.
+ROW_CHECKS = [
+    (lambda r: "gflop" in r, check_throughput),
+    (lambda r: "median" in r and "case" in r, check_overview),
+    (lambda r: "part" in r, check_breakdown),
+    (lambda r: "curve" in r, check_accuracy),
+    (lambda r: "run" in r and "loss" in r, check_loss),
+    (lambda r: "optimizer" in r, check_divergence),
+    (lambda r: "peak" in r, check_peak),
+    (lambda r: "time [95% CI]" in r, check_scaling_time),
+    (lambda r: "efficiency [interval]" in r or "bytes per rank" in r, count_derived),
+]
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__.strip().splitlines()[-3])
+    with open(sys.argv[1]) as f:
+        specs = specs_of(f.read())
+    inputs = Inputs(sys.argv[2])
+    for spec in specs:
+        rows = rows_of(spec)
+        if not rows:
+            continue
+        keys = set(rows[0])
+        if "kind" in keys:
+            check_violin(inputs, rows)
+        elif "panel" in keys:
+            check_heatmap(inputs, rows)
+        else:
+            for row in rows:
+                check = next((c for wanted, c in ROW_CHECKS if wanted(row)), None)
+                if check:
+                    check(inputs, row)
+                else:
+                    fail("unknown", f"a plotted row this checker does not know: {sorted(row)}")
+    for kind in sorted(checked):
+        print(f"{kind}: {checked[kind]} checked")
+    for f in failures:
+        print("MISMATCH " + f)
+    print(f"{sum(checked.values())} rows checked, {len(failures)} mismatch(es)")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
