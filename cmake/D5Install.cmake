@@ -46,10 +46,16 @@ install(TARGETS d5 RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/deep500 DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/suites/ DESTINATION ${CMAKE_INSTALL_DATADIR}/deep500/suites)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/recipes/ DESTINATION ${CMAKE_INSTALL_DATADIR}/deep500/recipes)
-if(EXISTS ${PROJECT_SOURCE_DIR}/third_party/vega/node_modules)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/third_party/vega/node_modules/
-          DESTINATION ${CMAKE_INSTALL_DATADIR}/deep500/vega)
-endif()
+# Of the Vega packages only what d5 report reads (src/report/vega_bundles.cpp: each package's
+# minified bundle and package.json) and their licences: node_modules holds ~2,900 files (32 MB)
+# that a page never uses, and CPack ran `file` on each of them.
+foreach(_pkg vega vega-lite vega-embed)
+  set(_dir ${PROJECT_SOURCE_DIR}/third_party/vega/node_modules/${_pkg})
+  if(EXISTS ${_dir}/build/${_pkg}.min.js)
+    install(FILES ${_dir}/build/${_pkg}.min.js DESTINATION ${CMAKE_INSTALL_DATADIR}/deep500/vega/${_pkg}/build)
+    install(FILES ${_dir}/package.json ${_dir}/LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/deep500/vega/${_pkg})
+  endif()
+endforeach()
 install(EXPORT deep500Targets NAMESPACE deep500:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/deep500)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/deep500Config.cmake.in
                               ${CMAKE_BINARY_DIR}/deep500Config.cmake

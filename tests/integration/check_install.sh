@@ -26,6 +26,12 @@ cp "$PREFIX/share/deep500/suites/deepbench/gemm_training.csv" "$PREFIX/share/dee
 step installed-d5 "$PREFIX/bin/d5" ops bench --list-suites
 grep -q "deepbench-gemm-installcheck" "$TMP/installed-d5.log" || { echo "FAIL the installed d5 does not read its own suites"; fail=1; }
 step installed-info "$PREFIX/bin/d5" info
+# The installed d5 draws a report with the installed Vega bundles (where the build had them).
+if [ -d "$SRC/third_party/vega/node_modules/vega" ]; then
+  step installed-report env -u D5_VEGA_DIR "$PREFIX/bin/d5" report "$SRC/fuzz/corpus/results/deepbench-gemm-training.json" \
+       -o "$TMP/report.html"
+  [ -s "$TMP/report.html" ] || { echo "FAIL the installed d5 drew no report"; fail=1; }
+fi
 step configure-example cmake -S "$SRC/examples/extend_deep500" -B "$TMP/example" -DCMAKE_PREFIX_PATH="$PREFIX" \
      -DCMAKE_BUILD_TYPE=Release
 step build-example cmake --build "$TMP/example" -j 2
