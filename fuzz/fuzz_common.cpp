@@ -32,6 +32,7 @@ void remove_temp_dir() {
 const std::string& temp_dir() {
   static const std::string dir = [] {
     // TMPDIR when set (scripts/run-fuzzers.sh points it at /dev/shm), else the system's.
+    // mkdtemp's template: it replaces the six trailing X with a unique suffix.
     std::string pattern = (fs::temp_directory_path() / "d5fuzz.XXXXXX").string();
     if (!::mkdtemp(pattern.data())) {
       std::perror("d5 fuzz: mkdtemp");

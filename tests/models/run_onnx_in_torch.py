@@ -241,7 +241,8 @@ def main():
         try:
             outputs = run(model, feeds)
         except Unsupported as e:
-            print(f"run_onnx_in_torch: {os.path.basename(model_path)}: not implemented here: {e}", file=sys.stderr)
+            print(f"run_onnx_in_torch: {os.path.basename(model_path)}: refused, this runtime has no {e}",
+                  file=sys.stderr)
             sys.exit(3)
     for i, (info, t) in enumerate(zip(model.graph.output, outputs)):
         proto = numpy_helper.from_array(t.numpy(), info.name)
