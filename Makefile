@@ -8,7 +8,7 @@ CCACHE := $(shell command -v ccache 2>/dev/null)
 GENERATOR := $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
 LAUNCHER := $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
 
-.PHONY: deps configure build test test-reduced test-asan test-tsan run clean fuzz
+.PHONY: deps configure build test test-reduced test-asan test-tsan test-hardening run clean fuzz
 
 deps:
 	bash scripts/install-deps.sh
@@ -74,9 +74,22 @@ FUZZ_JOBS ?= $(JOBS)
 
 $(FUZZ_BUILD_DIR)/CMakeCache.txt:
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD_DIR) $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DD5_FUZZ=ON \
-	  -DD5_BUILD_TESTS=OFF -DD5_BUILD_BENCH=OFF -DD5_WITH_TORCH=OFF -DD5_WITH_ONEDNN=OFF -DD5_WITH_MPI=OFF \
+	  -DD5_BUILD_TESTS=ON -DD5_BUILD_BENCH=OFF -DD5_WITH_TORCH=OFF -DD5_WITH_ONEDNN=OFF -DD5_WITH_MPI=OFF \
 	  -DD5_WITH_CUDA=OFF $(LAUNCHER)
 
 fuzz: $(FUZZ_BUILD_DIR)/CMakeCache.txt
 	cmake --build $(FUZZ_BUILD_DIR) -j $(FUZZ_JOBS) --target d5_fuzz
 	bash scripts/run-fuzzers.sh $(FUZZ_BUILD_DIR) $(FUZZ_SECONDS)
+
+# What CI runs of the sanitizers and fuzzers (docs/sanitizers.md#in-ci): one instrumented build
+# serves both. The fuzz build (clang, ASan + UBSan) compiles the harnesses and the ASAN_TESTS (core,
+# metrics, every parser, Level 2 data), which run whole under the sanitizers; then every harness
+# runs HARDENING_FUZZ_SECONDS from its seeds and the inputs of fixed findings. Its timeout is 5 s,
+# not the 1 s of the long runs: CI's machine is shared, and a spurious timeout would fail the run.
+HARDENING_FUZZ_SECONDS ?= 5
+HARDENING_FUZZ_TIMEOUT ?= 5
+test-hardening: deps $(FUZZ_BUILD_DIR)/CMakeCache.txt
+	cmake -S . -B $(FUZZ_BUILD_DIR) -DD5_BUILD_TESTS=ON >/dev/null
+	cmake --build $(FUZZ_BUILD_DIR) -j $(FUZZ_JOBS) --target d5_fuzz $(ASAN_TESTS)
+	bash scripts/run-sanitized-tests.sh $(FUZZ_BUILD_DIR) address $(ASAN_TESTS)
+	FUZZ_TIMEOUT=$(HARDENING_FUZZ_TIMEOUT) bash scripts/run-fuzzers.sh $(FUZZ_BUILD_DIR) $(HARDENING_FUZZ_SECONDS)

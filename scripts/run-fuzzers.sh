@@ -6,6 +6,9 @@
 #
 #   scripts/run-fuzzers.sh [BUILD_DIR=build-fuzz] [SECONDS=60] [TARGET...]
 #
+# FUZZ_RUNS=N stops a target after N executions if that comes before SECONDS (for a count target
+# such as 10^6 executions: FUZZ_RUNS=1000000 with SECONDS as the upper bound).
+#
 # Each target's work directory is BUILD_DIR/fuzz-work/<target>: corpus/ (what the fuzzer added),
 # findings/ (the inputs that crashed, leaked or timed out, for reproducing: run the harness binary
 # with the file as its argument), log.
@@ -17,6 +20,8 @@ seconds="${2:-60}"
 shift $(( $# > 2 ? 2 : $# ))
 rss_mb="${FUZZ_RSS_MB:-2048}"
 timeout_s="${FUZZ_TIMEOUT:-1}"
+runs=()
+[ -n "${FUZZ_RUNS:-}" ] && runs=(-runs="$FUZZ_RUNS")
 
 bin_dir="$build/fuzz"
 if [ ! -d "$bin_dir" ]; then
@@ -58,10 +63,10 @@ for t in "${targets[@]}"; do
   # Text formats have a dictionary of their syntax and keys, which mutations splice in.
   dict=()
   [ -f "$root/fuzz/dict/$t.dict" ] && dict=(-dict="$root/fuzz/dict/$t.dict")
-  echo "run-fuzzers: $t for ${seconds}s ($work/log)"
+  echo "run-fuzzers: $t for ${seconds}s${FUZZ_RUNS:+ or $FUZZ_RUNS executions} ($work/log)"
   start=$(date +%s)
   "$bin" -max_total_time="$seconds" -rss_limit_mb="$rss_mb" -malloc_limit_mb="$rss_mb" -timeout="$timeout_s" \
-    -detect_leaks=1 -print_final_stats=1 -artifact_prefix="$work/findings/" "${dict[@]}" "$work/corpus" "${seeds[@]}" \
+    -detect_leaks=1 -print_final_stats=1 "${runs[@]}" -artifact_prefix="$work/findings/" "${dict[@]}" "$work/corpus" "${seeds[@]}" \
     >"$work/log" 2>&1
   rc=$?
   elapsed=$(( $(date +%s) - start ))

@@ -123,7 +123,7 @@ TEST(Recipe, OverridesChangeMutableOptionsAndNarrowGrids) {
   EXPECT_EQ(runs[0].params["backend"], "onednn");
   EXPECT_EQ(runs[0].params["batch"], 8);
   EXPECT_TRUE(has(runs[0].args, {"--lr", "0.1"}));
-  EXPECT_EQ(runs[2].params["batch"], nlohmann::json::array({1, 8}));  // only the train entry's batch changed
+  EXPECT_EQ(runs[2].params["batch"], nlohmann::ordered_json::array({1, 8}));  // only the train entry's batch changed
 }
 
 TEST(Recipe, OverridesRefuseFixedAndUnknownOptions) {
