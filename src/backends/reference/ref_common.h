@@ -110,5 +110,11 @@ void register_rnn_ops(OpRegistry& r);  // RNN, GRU, LSTM
 void register_nn_ops(OpRegistry& r);  // Conv, ConvTranspose, Gemm, MatMul, pooling
 void register_cumsum_ops(OpRegistry& r);
 void register_einsum_ops(OpRegistry& r);
+void register_elements_indexing_ops(OpRegistry& r);  // GatherElements ScatterElements
+void register_topk_ops(OpRegistry& r);
+void register_trilu_ops(OpRegistry& r);
+void register_range_ops(OpRegistry& r);
+void register_dft_ops(OpRegistry& r);  // DFT STFT
+void register_mel_weight_matrix_ops(OpRegistry& r);
 
 }  // namespace d5::reference

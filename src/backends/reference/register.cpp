@@ -34,6 +34,12 @@ void register_operators(OpRegistry& r) {
   register_nn_ops(r);
   register_cumsum_ops(r);
   register_einsum_ops(r);
+  register_elements_indexing_ops(r);
+  register_topk_ops(r);
+  register_trilu_ops(r);
+  register_range_ops(r);
+  register_dft_ops(r);
+  register_mel_weight_matrix_ops(r);
 }
 
 void register_all() {

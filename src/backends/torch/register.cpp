@@ -57,6 +57,8 @@ void register_operators(OpRegistry& r) {
   register_movement_ops(r);
   register_rnn_ops(r);
   register_nn_ops(r);
+  register_indexing_ops(r);
+  register_spectral_ops(r);
 }
 
 }  // namespace d5::torch_backend

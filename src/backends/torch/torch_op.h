@@ -150,5 +150,7 @@ void register_norm_ops(OpRegistry& r);         // normalization, LRN, Softmax, L
 void register_reduce_ops(OpRegistry& r);       // reductions, ArgMax, losses, Dropout
 void register_movement_ops(OpRegistry& r);     // shape and data-movement ops, Shape, Constant
 void register_rnn_ops(OpRegistry& r);          // LSTM, GRU, RNN
+void register_indexing_ops(OpRegistry& r);     // GatherElements, ScatterElements, TopK, Trilu, Range
+void register_spectral_ops(OpRegistry& r);     // DFT, STFT
 
 }  // namespace d5::torch_backend

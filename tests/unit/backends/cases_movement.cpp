@@ -142,6 +142,40 @@ TEST(Movement, Gather) {
   expect_run_refused_everywhere(spec_of("Gather", {x.desc(), bad.desc()}), {x, bad});
 }
 
+TEST(Movement, ElementIndexing) {
+  for (DType t : {DType::f32, DType::f64, DType::i32}) {
+    const auto x = random_input({t, Shape{3, 4}}, "x", 0, 9);
+    const auto idx = Tensor::from_values<int64_t>(Shape{2, 4}, {0, 2, 2, 1, 0, -1, 1, 1});  // (0, 0) twice
+    check("GatherElements", {x, idx});
+    check("GatherElements", {x, Tensor::from_values<int32_t>(Shape{3, 2}, {3, 0, -1, 2, 1, 1})}, {{"axis", int64_t{1}}});
+    const auto upd = random_input({t, Shape{2, 4}}, "u", 0, 9);
+    check("ScatterElements", {x, Tensor::from_values<int64_t>(Shape{2, 4}, {0, 2, 1, 1, 1, 0, 2, 0}), upd});
+    check("ScatterElements", {x, idx, upd}, {{"reduction", std::string("add")}}, std::nullopt, 16);
+    check("ScatterElements", {x, idx, upd}, {{"reduction", std::string("mul")}}, std::nullopt, 16);
+  }
+  const auto x = random_input({DType::f32, Shape{4}}, "x");
+  const auto bad = Tensor::from_values<int64_t>(Shape{1}, {4});
+  expect_run_refused_everywhere(spec_of("GatherElements", {x.desc(), bad.desc()}), {x, bad});
+}
+
+TEST(Movement, TopKTriluRange) {
+  for (DType t : {DType::f32, DType::f64, DType::i32}) {
+    const auto x = random_input({t, Shape{2, 5, 3}}, "x", -9, 9);
+    check_const("TopK", x, {i64s({3})}, {{"axis", int64_t{1}}});
+    check_const("TopK", x, {i64s({2})}, {{"largest", int64_t{0}}});
+    check("Trilu", {x});
+    check("Trilu", {x, Tensor::from_values<int64_t>(Shape{}, {-1})}, {{"upper", int64_t{0}}});
+  }
+  // Range: every input decides the length, so all three are known to the spec.
+  const auto range = [](const std::vector<Tensor>& in) {
+    check_spec(spec_of("Range", {in[0].desc(), in[1].desc(), in[2].desc()}, {}, {in[0], in[1], in[2]}), in);
+  };
+  const auto f = [](float v) { return Tensor::from_values<float>(Shape{}, {v}); };
+  range({f(1), f(4), f(0.5f)});
+  const auto i = [](int64_t v) { return Tensor::from_values<int64_t>(Shape{}, {v}); };
+  range({i(10), i(-3), i(-4)});
+}
+
 TEST(Movement, ShapeAndConstant) {
   const auto x = random_input({DType::f32, Shape{2, 3, 4, 5}}, "x");
   check("Shape", {x});

@@ -242,4 +242,40 @@ TEST(Nn, GlobalPools) {
   }
 }
 
+// DFT and STFT: direct sums in double (reference) against FFTs; f32 results differ by rounding
+// that grows with the transform length.
+TEST(Nn, SpectralTransforms) {
+  const auto known = [](const std::string& type, const std::vector<Tensor>& in, Attributes attrs,
+                        std::optional<Tolerance> tol) {
+    std::vector<TensorDesc> d;
+    std::vector<std::optional<Tensor>> values;
+    std::vector<bool> present;
+    for (size_t i = 0; i < in.size(); ++i) {
+      d.push_back(in[i].defined() ? in[i].desc() : TensorDesc{});
+      values.push_back(i > 0 && in[i].defined() ? std::optional<Tensor>(in[i]) : std::nullopt);
+      present.push_back(in[i].defined());
+    }
+    OpSpec s = spec_of(type, d, std::move(attrs), values);
+    s.present = present;
+    check_spec(s, in, tol);
+  };
+  const auto n = [](int64_t v) { return Tensor::from_values<int64_t>(Shape{}, {v}); };
+  const Tolerance f32{1e-4, 1e-4};
+  for (DType t : {DType::f32, DType::f64}) {
+    const std::optional<Tolerance> tol = t == DType::f32 ? std::optional<Tolerance>(f32) : std::nullopt;
+    const auto real = random_input({t, Shape{2, 6, 3, 1}}, "x");
+    const auto cplx = random_input({t, Shape{2, 5, 2}}, "z");
+    known("DFT", {real}, {}, tol);
+    known("DFT", {real}, {{"axis", int64_t{2}}, {"onesided", int64_t{1}}}, tol);
+    known("DFT", {real, n(8)}, {}, tol);
+    known("DFT", {real, n(4)}, {{"onesided", int64_t{1}}}, tol);
+    known("DFT", {cplx}, {{"inverse", int64_t{1}}}, tol);
+    const auto signal = random_input({t, Shape{2, 20, 1}}, "s");
+    const auto window = random_input({t, Shape{6}}, "w", 0, 1);
+    known("STFT", {signal, n(3), window}, {}, tol);
+    known("STFT", {signal, n(4), Tensor(), n(8)}, {{"onesided", int64_t{0}}}, tol);
+    known("STFT", {random_input({t, Shape{1, 11, 2}}, "c"), n(2), window}, {{"onesided", int64_t{0}}}, tol);
+  }
+}
+
 }  // namespace d5::test

@@ -179,9 +179,10 @@ TEST(TorchMechanism, CoversTheReferenceSet) {
   }
   EXPECT_EQ(forward, 71);
   EXPECT_EQ(backward, 65);  // all but Shape, Constant, Equal, Less, Greater, ArgMax
-  // Beyond the brief's set: every operator type the reference implements.
+  // Beyond the brief's set: every operator type the reference implements, except MelWeightMatrix:
+  // a table of constants ATen has no function for (executors fall back to the reference's).
   for (const auto& type : OpRegistry::global().op_types()) {
-    if (OpRegistry::global().implementations(type, "reference").empty()) continue;
+    if (OpRegistry::global().implementations(type, "reference").empty() || type == "MelWeightMatrix") continue;
     EXPECT_EQ(OpRegistry::global().implementations(type, "torch").size(), 1u) << type;
   }
 }
