@@ -48,6 +48,8 @@ std::string no_backward_note(const std::string& op_type) {
       {"ArgMin", "integer indices are piecewise constant: no gradient"},
       {"Shape", "the output is the input's shape, not a function of its values: no gradient"},
       {"Constant", "no inputs: nothing to differentiate"},
+      {"Range", "start, limit and delta decide the length, so they are constants of the graph: no gradient"},
+      {"MelWeightMatrix", "a table built from integer sizes and constant frequencies: no gradient"},
   };
   if (auto it = reasons.find(op_type); it != reasons.end()) return it->second;
   return "boolean output: no gradient";  // comparisons and logical ops
