@@ -16,6 +16,7 @@ constexpr auto A = NumericClass::accumulating;
 const OpTraits kTable[] = {
     {"Abs", 1, W},         {"Add", 1, W},          {"And", 1, W},          {"ArgMax", 1, W},
     {"ArgMin", 1, W},      {"AveragePool", 1, A},  {"BatchNormalization", 1, A},
+    {"CTCLoss", 0, A},
     {"Cast", 1, W},        {"Clip", 1, W},         {"Concat", 1, W},       {"Constant", 1, W},
     {"ConstantOfShape", 9, W},                     {"Conv", 1, A},         {"ConvTranspose", 1, A},
     {"CumSum", 11, A},     {"Div", 1, W},          {"Dropout", 1, W},      {"Einsum", 12, A},

@@ -116,5 +116,6 @@ void register_trilu_ops(OpRegistry& r);
 void register_range_ops(OpRegistry& r);
 void register_dft_ops(OpRegistry& r);  // DFT STFT
 void register_mel_weight_matrix_ops(OpRegistry& r);
+void register_ctc_loss_ops(OpRegistry& r);
 
 }  // namespace d5::reference

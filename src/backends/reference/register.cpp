@@ -40,6 +40,7 @@ void register_operators(OpRegistry& r) {
   register_range_ops(r);
   register_dft_ops(r);
   register_mel_weight_matrix_ops(r);
+  register_ctc_loss_ops(r);
 }
 
 void register_all() {

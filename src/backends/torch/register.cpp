@@ -59,6 +59,7 @@ void register_operators(OpRegistry& r) {
   register_nn_ops(r);
   register_indexing_ops(r);
   register_spectral_ops(r);
+  register_ctc_ops(r);
 }
 
 }  // namespace d5::torch_backend

@@ -152,5 +152,6 @@ void register_movement_ops(OpRegistry& r);     // shape and data-movement ops, S
 void register_rnn_ops(OpRegistry& r);          // LSTM, GRU, RNN
 void register_indexing_ops(OpRegistry& r);     // GatherElements, ScatterElements, TopK, Trilu, Range
 void register_spectral_ops(OpRegistry& r);     // DFT, STFT
+void register_ctc_ops(OpRegistry& r);          // CTCLoss
 
 }  // namespace d5::torch_backend

@@ -184,6 +184,36 @@ TEST(Reduce, MseLoss) {
   }
 }
 
+// CTCLoss (deep500): log_probs not normalized over C, so a backend must give the derivative with
+// respect to log_probs itself (torch's native backward is exp(log_probs) more; it would fail the
+// gradients). Repeated labels, samples shorter than T, an empty target, padding that is not read;
+// the impossible sample ({3, 3, 3} in 4 steps) gives inf and NaN gradients, or 0 with zero_infinity.
+TEST(Reduce, CtcLoss) {
+  const auto i64 = [](const Shape& s, std::initializer_list<int64_t> v) { return Tensor::from_values<int64_t>(s, v); };
+  const auto i32 = [](const Shape& s, std::initializer_list<int32_t> v) { return Tensor::from_values<int32_t>(s, v); };
+  for (DType t : {DType::f32, DType::f64}) {
+    const auto lp = random_input({t, {6, 4, 5}}, "log_probs", -3, 0);
+    const std::vector<Tensor> in = {lp, i64({4, 3}, {1, 1, 2, 4, 3, 0, 2, 0, 0, 0, 0, 0}), i64({4}, {6, 5, 3, 2}),
+                                    i64({4}, {3, 2, 1, 0})};
+    for (const char* red : {"mean", "sum", "none"}) check("CTCLoss", in, {{"reduction", std::string(red)}});
+    // blank 4 with int32 indices: its labels are 0..3.
+    const std::vector<Tensor> blank4 = {lp, i32({4, 3}, {0, 0, 3, 3, 3, 3, 1, 2, 4, 2, 4, 4}), i32({4}, {6, 4, 3, 1}),
+                                        i32({4}, {3, 3, 2, 1})};
+    for (int64_t zero_infinity : {0, 1})
+      check("CTCLoss", blank4,
+            {{"blank", int64_t{4}}, {"zero_infinity", zero_infinity}, {"reduction", std::string("none")}});
+    check("CTCLoss", blank4, {{"blank", int64_t{4}}, {"zero_infinity", int64_t{1}}});
+  }
+  // Lengths and labels out of range are errors on every backend (ATen reads a label past C).
+  const auto lp = random_input(f32({3, 2, 4}), "log_probs", -3, 0);
+  const auto il = i64({2}, {3, 3}), tl = i64({2}, {2, 1});
+  const auto spec = spec_of("CTCLoss", {lp.desc(), TensorDesc{DType::i64, {2, 2}}, il.desc(), tl.desc()});
+  expect_run_refused_everywhere(spec, {lp, i64({2, 2}, {1, 4, 2, 0}), il, tl});  // label C
+  expect_run_refused_everywhere(spec, {lp, i64({2, 2}, {1, 2, 0, 0}), il, tl});  // the blank
+  expect_run_refused_everywhere(spec, {lp, i64({2, 2}, {1, 2, 3, 0}), i64({2}, {3, 0}), tl});
+  expect_run_refused_everywhere(spec, {lp, i64({2, 2}, {1, 2, 3, 0}), il, i64({2}, {3, 1})});
+}
+
 TEST(Reduce, DropoutInferenceIsIdentity) {
   check("Dropout", random_inputs({f32({3, 4})}));
   check("Dropout", {random_input(f64({6}), "x"), Tensor::from_values<double>(Shape{}, {0.3}),
