@@ -27,8 +27,11 @@ struct RerunOpts {
 
 // Metrics and facts that are a run's outputs rather than its timings: with fixed seeds and
 // deterministic algorithms they must repeat exactly.
-const char* const kOutputMetrics[] = {"loss", "training_accuracy", "test_accuracy"};
-const char* const kOutputFacts[] = {"final_loss", "final_test_accuracy", "steps"};
+// Test-pass measures are every "test_<measure>" metric and "final_test_<measure>" fact.
+bool output_metric(const std::string& name) {
+  return name == "loss" || name == "training_accuracy" || name.starts_with("test_");
+}
+bool output_fact(const std::string& key) { return key == "final_loss" || key == "steps" || key.starts_with("final_test_"); }
 
 struct OutputCheck {
   int cases = 0, identical = 0;
@@ -40,7 +43,9 @@ void check_outputs(const Results& a, const Results& b, OutputCheck& check) {
     for (const auto& cb : b.cases) {
       if (cb.name != ca.name || cb.backend != ca.backend) continue;
       bool any = false, same = true;
-      for (const char* name : kOutputMetrics) {
+      for (const auto& metric : ca.metrics) {
+        const std::string& name = metric.name;
+        if (!output_metric(name)) continue;
         const auto find = [&](const CaseResult& c) -> const MetricRecord* {
           for (const auto& m : c.metrics)
             if (m.name == name) return &m;
@@ -61,13 +66,13 @@ void check_outputs(const Results& a, const Results& b, OutputCheck& check) {
                                 ma->samples.size()));
         }
       }
-      for (const char* key : kOutputFacts) {
-        if (!ca.extra.contains(key) || !cb.extra.contains(key)) continue;
+      for (const auto& [key, value] : ca.extra.items()) {
+        if (!output_fact(key) || !cb.extra.contains(key)) continue;
         any = true;
-        if (ca.extra[key] != cb.extra[key]) {
+        if (value != cb.extra[key]) {
           same = false;
           check.differences.push_back(fmt::format("{} @ {}: {} is {}, was {}", ca.name, ca.backend, key,
-                                                  cb.extra[key].dump(), ca.extra[key].dump()));
+                                                  cb.extra[key].dump(), value.dump()));
         }
       }
       if (any) {

@@ -1,5 +1,5 @@
-// d5 train: a network trained on a dataset with an optimizer; loss and accuracy curves, time to
-// accuracy, throughput, checkpoints.
+// d5 train: a network trained on a dataset with an optimizer; loss and quality curves, time to
+// target, throughput, checkpoints.
 #include <unistd.h>
 
 #include <cmath>
@@ -23,6 +23,7 @@
 #include "deep500/net/model_zoo.h"
 #include "deep500/op/op_registry.h"
 #include "deep500/train/optimizer.h"
+#include "deep500/train/quality_target.h"
 #include "deep500/metrics/reporter.h"
 #include "deep500/train/samplers.h"
 #include "deep500/train/trainer.h"
@@ -66,7 +67,11 @@ struct TrainOpts {
   std::vector<std::string> hypers;  // key=value
   int64_t batch = 64, epochs = 0, steps = 0;
   std::string sampler = "shuffle";
-  double target = 0, time_limit = 0;
+  double target_accuracy = 0, time_limit = 0;
+  std::string target;                // "top5>=0.9"
+  std::string loss_head;             // empty: softmax-ce
+  std::vector<std::string> quality;  // empty: the loss head's measures
+  int64_t ignore_index = kDefaultIgnoreIndex;
   int64_t test_every_epochs = 1, test_every_steps = 0, train_accuracy_every = 1;
   std::string backend = "reference";
   std::string checkpoint, resume, save_model;
@@ -105,18 +110,21 @@ Hyperparameters hyperparameters(const TrainOpts& o) {
 struct TrainNetwork {
   Network network;
   std::string source;
+  LossHead head;
 };
 
-// A zoo model is built for the dataset's sample shape and classes, with its loss; a classifier
-// from a file gets a softmax cross-entropy loss appended to its output.
+// A zoo model is built for the dataset's sample shape and classes, a network from a file as it is;
+// then the loss head (--loss, softmax-ce by default) is appended to its output.
 TrainNetwork load_train_network(const TrainOpts& o, const Dataset& data, uint64_t seed) {
+  const std::string head = o.loss_head.empty() ? "softmax-ce" : o.loss_head;
+  const LossHeadOptions ho{kZooLabels, kZooLoss, o.ignore_index};
   if (std::filesystem::exists(o.model)) {
 #ifdef D5_HAVE_ONNX
     ImportOptions io;
     io.batch = o.batch;
     Network net = import_onnx_file(o.model, io);
-    append_softmax_cross_entropy(net, kZooLabels, kZooLoss);
-    return {std::move(net), "onnx:" + o.model};
+    LossHead lh = append_loss_head(net, head, ho);
+    return {std::move(net), "onnx:" + o.model, std::move(lh)};
 #else
     D5_THROW(NotBuilt, "'{}': this d5 was built without ONNX support (libonnx-dev), so it cannot load model "
              "files", o.model);
@@ -125,14 +133,16 @@ TrainNetwork load_train_network(const TrainOpts& o, const Dataset& data, uint64_
   const auto descs = data.sample_descs();
   auto in = descs.find(kDataInput);
   D5_CHECK_ARG(in != descs.end(), "dataset '{}' produces no '{}' tensor to train on", data.name(), kDataInput);
-  D5_CHECK_ARG(data.classes() > 0, "dataset '{}' has no class labels; d5 train trains classifiers", data.name());
+  D5_CHECK_ARG(data.classes() > 0, "dataset '{}' has no class labels; the model zoo's networks are classifiers (train another network from an ONNX file with --loss)", data.name());
   ModelOptions mo;
   mo.batch = o.batch;
   mo.classes = data.classes();
   mo.input_shape = in->second.shape.dims();
-  mo.with_loss = mo.training = true;
+  mo.training = true;
   mo.seed = seed;
-  return {build_model(o.model, mo), "zoo:" + o.model};
+  Network net = build_model(o.model, mo);
+  LossHead lh = append_loss_head(net, head, ho);
+  return {std::move(net), "zoo:" + o.model, std::move(lh)};
 }
 
 std::string console_text(const Results& res, const TrainingResult& r) {
@@ -142,21 +152,26 @@ std::string console_text(const Results& res, const TrainingResult& r) {
   s << fmt::format("training time {:.3f} s, test passes {:.3f} s, wall {:.3f} s, {:.1f} samples/s\n",
                    r.training_time_s, r.test_time_s, r.wall_time_s, r.throughput());
   if (!r.loss.empty()) s << fmt::format("final loss {:.5f}\n", r.loss.back().value);
-  if (!std::isnan(r.final_test_accuracy)) s << fmt::format("final test accuracy {:.4f}\n", r.final_test_accuracy);
+  for (const auto& q : r.test_quality)
+    if (!q.points.empty()) s << fmt::format("final test {} {:.4f}\n", q.measure, q.points.back().value);
   if (r.reached_target) {
-    s << fmt::format("time to accuracy {:.3f} s of training ({:.3f} s wall), step {}, epoch {}\n",
-                     r.time_to_accuracy_s, r.wall_time_to_accuracy_s, r.target_step, r.target_epoch);
+    s << fmt::format("time to target {:.3f} s of training ({:.3f} s wall), step {}, epoch {}\n", r.time_to_target_s,
+                     r.wall_time_to_target_s, r.target_step, r.target_epoch);
   }
   return s.str();
 }
 
-TrainingOptions training_options(const TrainOpts& o, const std::shared_ptr<Communicator>& comm, bool writes) {
+TrainingOptions training_options(const TrainOpts& o, const LossHead& head, const std::shared_ptr<Communicator>& comm,
+                                 bool writes) {
   TrainingOptions to;
   to.epochs = o.epochs;
   to.max_steps = o.steps;
   // A target or a time limit alone trains for as many epochs as it takes.
   if (to.epochs == 0 && to.max_steps == 0) to.max_steps = std::numeric_limits<int64_t>::max();
-  to.target_accuracy = o.target;
+  if (!o.target.empty()) to.target = parse_quality_target(o.target);
+  if (o.target_accuracy > 0) to.target = accuracy_target(o.target_accuracy);
+  to.quality = o.quality.empty() ? head.quality : o.quality;
+  to.ignore_index = o.ignore_index;
   to.time_limit_s = o.time_limit;
   to.test_every_epochs = o.test_every_epochs;
   to.test_every_steps = o.test_every_steps;
@@ -165,8 +180,8 @@ TrainingOptions training_options(const TrainOpts& o, const std::shared_ptr<Commu
   to.checkpoint_path = writes ? o.checkpoint : "";
   to.checkpoint_every = writes ? o.checkpoint_every : 0;
   // Ranks must stop at the same step, or the others would wait in their next collective: rank 0's
-  // clock and test accuracy decide for all (one byte broadcast per step with --time-limit, per
-  // test pass with --target-accuracy).
+  // clock and test pass decide for all (one byte broadcast per step with --time-limit, per test
+  // pass with a target).
   if (comm)
     to.agree = [comm](bool mine) {
       uint8_t v = mine ? 1 : 0;
@@ -206,8 +221,10 @@ nlohmann::json run_facts(const TrainOpts& o, const TrainNetwork& tn, const Datas
 int run_train(const TrainOpts& o, const GlobalOptions& g) {
   register_builtin_operators();
   ExperimentSettings settings = settings_from(g);
-  D5_CHECK_ARG(o.epochs > 0 || o.steps > 0 || o.time_limit > 0 || o.target > 0,
-               "say how long to train: --epochs, --steps, --time-limit or --target-accuracy");
+  D5_CHECK_ARG(o.epochs > 0 || o.steps > 0 || o.time_limit > 0 || o.target_accuracy > 0 || !o.target.empty(),
+               "say how long to train: --epochs, --steps, --time-limit, --target or --target-accuracy");
+  // A malformed target fails before the datasets are opened or generated.
+  if (!o.target.empty()) parse_quality_target(o.target);
   const std::shared_ptr<Communicator> comm = dist_communicator(o.dist);
   const bool writes = !comm || comm->rank() == 0;
   const uint64_t data_seed = settings.stream("train/data").seed();
@@ -237,7 +254,7 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
                          : make_sampler(o.sampler, *train_set, o.batch, /*drop_last=*/true, sampler_seed),
                     DataLoaderOptions{o.prefetch, 1});
 
-  TrainingOptions to = training_options(o, comm, writes);
+  TrainingOptions to = training_options(o, tn.head, comm, writes);
   // One process stops cleanly on SIGINT/SIGTERM; the ranks of a distributed run are ended by their
   // launcher (docs/distributed.md#faults).
   std::optional<InterruptGuard> interrupt;
@@ -250,8 +267,8 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
                                                           planned_steps(to, train_set->size(), o.batch, comm)));
   if (!o.resume.empty()) trainer.resume(o.resume);
   TrainingResult r = trainer.train();
-  // Rank 0's test accuracy decided when to stop; every rank's exit code reports that verdict.
-  if (comm && o.target > 0) r.reached_target = to.agree(r.reached_target);
+  // Rank 0's test pass decided when to stop; every rank's exit code reports that verdict.
+  if (comm && to.target) r.reached_target = to.agree(r.reached_target);
   if (dist != nullptr) dist->finish(net);
   if (writes && !o.save_model.empty()) {
 #ifdef D5_HAVE_ONNX
@@ -267,6 +284,7 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
   c.params["optimizer"] = o.optimizer;
   c.params["sampler"] = o.sampler;
   c.params["prefetch"] = o.prefetch;
+  c.params["loss_head"] = o.loss_head.empty() ? "softmax-ce" : o.loss_head;
   for (const auto& [k, v] : optimizer->hyperparameters()) c.params["hyperparameters"][k] = v;
   if (dist != nullptr) add_distributed_results(*comm, o.dist, *dist, r, c);
   if (!writes) {
@@ -294,11 +312,11 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
 
 Command register_train(CLI::App& app, const GlobalOptions& g) {
   auto* cmd = app.add_subcommand("train",
-                                 "Train a network on a dataset: loss and accuracy curves, time to accuracy, "
-                                 "throughput, checkpoints");
+                                 "Train a network on a dataset: loss and quality curves, time to a quality "
+                                 "target, throughput, checkpoints");
   auto o = std::make_shared<TrainOpts>();
   o->cmd = cmd;
-  cmd->add_option("--model", o->model, "A model zoo name (see 'd5 models list') or a classifier ONNX file")
+  cmd->add_option("--model", o->model, "A model zoo name (see 'd5 models list') or an ONNX file")
       ->required();
   cmd->add_option("--dataset", o->dataset, "Dataset format: mnist, npy, synthetic, ...")->required();
   cmd->add_option("--data-dir", o->data_dir, "Where the dataset's files are (default: the cache directory)");
@@ -307,7 +325,7 @@ Command register_train(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--train-range", o->train_range, "Samples B:E of the training split (dataset option range)");
   cmd->add_option("--test-range", o->test_range, "Samples B:E of the test split");
   cmd->add_option("--set", o->sets, "Dataset option KEY=VALUE, for both splits (repeatable)");
-  cmd->add_flag("--no-test", o->no_test, "No test set: no test accuracy, no target");
+  cmd->add_flag("--no-test", o->no_test, "No test set: no test passes, no target");
   cmd->add_option("--optimizer", o->optimizer, "Optimizer (sgd, momentum, adam, torch-adam, ...)")
       ->default_val("sgd");
   cmd->add_option("--lr", o->lr, "Learning rate")->check(CLI::NonNegativeNumber);
@@ -323,8 +341,22 @@ Command register_train(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--sampler", o->sampler, "ordered: the first samples in order; shuffle: reshuffled every epoch")
       ->check(CLI::IsMember({"ordered", "shuffle"}))
       ->default_val("shuffle");
-  cmd->add_option("--target-accuracy", o->target, "Stop at this test accuracy (a fraction); time to accuracy")
-      ->check(CLI::Range(0.0, 1.0));
+  auto* target = cmd->add_option("--target", o->target,
+                                  "Stop at the first test pass that meets this quality target, e.g. accuracy>=0.97, "
+                                  "top5>=0.9, perplexity<=40; time to target");
+  cmd->add_option("--target-accuracy", o->target_accuracy, "Same as --target accuracy>=FRACTION")
+      ->check(CLI::Range(0.0, 1.0))
+      ->excludes(target);
+  cmd->add_option("--loss", o->loss_head, "Loss head appended to the network's output: softmax-ce (default), "
+                  "sequence-ce, mse")
+      ->check(CLI::IsMember(loss_head_names()));
+  cmd->add_option("--quality", o->quality,
+                  "Measures of every test pass, comma-separated: accuracy, top<k>, exact_match, perplexity, mse, mae "
+                  "(default: the loss head's)")
+      ->delimiter(',');
+  cmd->add_option("--ignore-index", o->ignore_index,
+                  "The label of padding positions, which sequence-ce and the measures skip")
+      ->default_val(kDefaultIgnoreIndex);
   cmd->add_option("--time-limit", o->time_limit, "Stop after this many seconds of training")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--test-every", o->test_every_epochs, "Epochs between test passes (0: only at the end)")

@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char* kSyntax =
     "write QUANTITY OP NUMBER (OP one of >= <= > < == !=) or QUANTITY reached, e.g. "
-    "'final_test_accuracy >= 0.97' or 'time_to_accuracy reached'";
+    "'final_test_accuracy >= 0.97' or 'time_to_target reached'";
 
 bool holds(const std::string& op, double v, double t) {
   if (op == ">=") return v >= t;

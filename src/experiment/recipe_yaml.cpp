@@ -105,12 +105,14 @@ void check_division(const Recipe& r, const RecipeEntry& e) {
                  "list the allowed values in grid), or declare 'division: open'",
                  what, k);
   } else if (training) {
-    bool target = in(e.fixed, "target-accuracy");
-    for (const auto& c : e.criteria) target = target || c.quantity.find("accuracy") != std::string::npos;
+    bool target = in(e.fixed, "target-accuracy") || in(e.fixed, "target");
+    for (const auto& c : e.criteria)
+      target = target || c.quantity.find("accuracy") != std::string::npos || c.quantity.starts_with("final_test_") ||
+               c.quantity.starts_with("time_to_target");
     if (!in(e.fixed, "dataset") || !target)
       D5_THROW(InvalidArgument,
                "{}: an open-division training entry must fix the dataset and a quality target (fixed "
-               "'dataset' and 'target-accuracy', or an accuracy criterion)",
+               "'dataset' and 'target' or 'target-accuracy', or a criterion on a final_test_ quantity)",
                what);
   }
 }

@@ -172,11 +172,11 @@ entries:
     mutable: {data-dir: ")" + kMnist + R"(", batch: 32, lr: 0.003, epochs: 3, sampler: ordered}
     criteria:
       - final_test_accuracy >= 0.5
-      - time_to_accuracy reached
+      - time_to_target reached
 )";
   const auto r = run_d5({"run", recipe(text), "--results-dir", results()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("PASS  time_to_accuracy reached"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PASS  time_to_target reached"), std::string::npos) << r.out;
   const json run = load(results() + "/lenet5.json");
   EXPECT_GE(run["cases"][0]["extra"]["final_test_accuracy"].get<double>(), 0.5);
   EXPECT_EQ(run["manifest"]["extra"]["dataset"]["train"]["samples"], 512);

@@ -1,5 +1,5 @@
 #pragma once
-// Acceptance criteria of a recipe: "final_test_accuracy >= 0.97", "time_to_accuracy reached",
+// Acceptance criteria of a recipe: "final_test_accuracy >= 0.97", "time_to_target reached",
 // "wall_time <= 600". Each is checked on every case of a run's results (docs/recipes.md lists
 // what a quantity may name) and ends PASS or FAIL with the value that decided it.
 #include <optional>

@@ -1,23 +1,49 @@
 #pragma once
-// Level 2: a loss for a classifier loaded from a file (docs/training.md).
+// Level 2: loss heads (docs/quality.md#loss-heads): what training appends to a network that has
+// none, such as one loaded from an ONNX file.
 //
-// A model zoo network is built with its loss; an ONNX classifier usually has none. This appends
-// what the zoo appends: a graph input of int64 class labels and a SoftmaxCrossEntropyLoss with mean
-// reduction over the batch, reading the classifier's single output.
+// A head reads the network's single graph output (the prediction), adds a graph input for the
+// labels and a loss node whose scalar output becomes a graph output:
+//
+// - softmax-ce:  logits [N, C] f32, labels [N] i64; SoftmaxCrossEntropyLoss, mean over the batch
+//                (what the model zoo's classifiers append);
+// - sequence-ce: logits [N, T, C] f32 (class axis last), labels [N, T] i64; the scores are
+//                transposed to ONNX's [N, C, T] and SoftmaxCrossEntropyLoss averages over the
+//                positions whose label is not ignore_index (padding);
+// - mse:         a prediction [N, ...] f32, a target of its shape f32; MSELoss, mean.
+//
+// Each head names the quality measures that suit it (quality.h), the default of a run.
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "deep500/net/network.h"
+#include "deep500/train/quality.h"
 
 namespace d5 {
 
 struct LossHead {
-  std::string logits;  // the classifier output the loss reads
-  std::string labels;  // the new graph input ([batch], i64)
+  std::string logits;  // the network output the loss reads (the prediction)
+  std::string labels;  // the new graph input
   std::string loss;    // the new graph output (a scalar)
+  std::vector<std::string> quality;  // the measures that suit the head: accuracy, perplexity, mse ...
 };
 
-// The network must have exactly one graph output, shaped [batch, classes] in f32, and no tensor
-// named `labels` or `loss` yet; otherwise InvalidArgument saying which. Infers the network.
+struct LossHeadOptions {
+  std::string labels = "labels";
+  std::string loss = "loss";
+  int64_t ignore_index = kDefaultIgnoreIndex;  // sequence-ce: the label of a padding position
+};
+
+// softmax-ce, sequence-ce, mse.
+std::vector<std::string> loss_head_names();
+
+// The network must have exactly one graph output of the layout the head reads, and no tensor or
+// node named like the labels or the loss yet; otherwise InvalidArgument saying which. An unknown
+// kind is an InvalidArgument naming the known ones. Infers the network.
+LossHead append_loss_head(Network& network, const std::string& kind, const LossHeadOptions& options = {});
+
+// append_loss_head(network, "softmax-ce", {labels, loss}).
 LossHead append_softmax_cross_entropy(Network& network, const std::string& labels = "labels",
                                       const std::string& loss = "loss");
 

@@ -3,16 +3,17 @@
 //
 // A Trainer drives one network through an executor and an optimizer: the sampler picks each
 // batch's indices, the training set assembles it, optimizer.step() runs forward, backward and the
-// update. Along the way it records the loss curve, TrainingAccuracy every k steps (from the
-// logits the step already computed), TestAccuracy every k epochs (a pass over the test set),
-// the time per step, throughput, and the time to reach a target test accuracy.
+// update. Along the way it records the loss curve, the training accuracy every k steps (from the
+// logits the step already computed), the quality measures every k epochs (a pass over the test
+// set; quality.h: accuracy, top-k, perplexity, mse ...), the time per step, throughput, and the
+// time to reach a quality target (quality_target.h, "accuracy>=0.97").
 //
 // Test passes run on the training executor, whose network has a fixed batch dimension B: the
 // test set is cut into batches of B indices and a last, partial batch is padded by repeating its
 // first index; only its real rows are counted (pad and mask). Networks whose inference depends on
 // the batch composition (BatchNormalization in training mode) therefore see the padding rows.
 //
-// Time-to-accuracy counts training time only (steps, including fetching their batches), not the
+// Time to target counts training time only (steps, including fetching their batches), not the
 // test passes that check the target; both are reported, and so is the wall time.
 //
 // Checkpoints hold the parameters, the optimizer's state, the sampler's position and the step and
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +37,8 @@
 #include "deep500/metrics/metric.h"
 #include "deep500/net/tensor_names.h"
 #include "deep500/train/optimizer.h"
+#include "deep500/train/quality.h"
+#include "deep500/train/quality_target.h"
 #include "deep500/metrics/results.h"
 #include "deep500/train/sampler.h"
 
@@ -45,10 +49,15 @@ struct Checkpoint;  // checkpoint.h
 struct TrainingOptions {
   int64_t epochs = 1;     // at most this many epochs; 0: no epoch limit (max_steps must be set)
   int64_t max_steps = 0;  // at most this many steps in all; 0: no step limit
-  // Stop once a test pass reaches this accuracy (a fraction in (0, 1]); 0: no target.
-  double target_accuracy = 0;
+  // The measures of every test pass (quality.h), the first one primary (progress, events); a
+  // target's measure joins them when missing.
+  std::vector<std::string> quality = {"accuracy"};
+  int64_t ignore_index = kDefaultIgnoreIndex;  // the label of positions the measures skip
+  // Stop at the first test pass that meets it; none: train to a limit.
+  std::optional<QualityTarget> target;
   double time_limit_s = 0;  // stop when training time exceeds it; 0: no limit
-  int64_t train_accuracy_every = 1;  // steps between TrainingAccuracy samples; 0: never
+  // Steps between training-accuracy samples (only when accuracy is a measure); 0: never.
+  int64_t train_accuracy_every = 1;
   int64_t test_every_epochs = 1;     // epochs between test passes; 0: only the final one
   int64_t test_every_steps = 0;      // also test every this many steps; 0: not by steps
   bool final_test = true;            // a test pass at the end unless the last step was just tested
@@ -61,7 +70,7 @@ struct TrainingOptions {
   std::string checkpoint_path;
   int64_t checkpoint_every = 0;
   // In a distributed run, turns a stop decision that depends on this rank (its clock against
-  // time_limit_s, its test accuracy against target_accuracy) into one every rank shares, e.g. rank
+  // time_limit_s, its test pass against the target) into one every rank shares, e.g. rank
   // 0's by broadcast. Called at the same points on every rank: before every step when there is a
   // time limit, after every test pass when there is a target. Empty: this process decides alone.
   std::function<bool(bool)> agree;
@@ -79,7 +88,8 @@ struct TrainingProgress {
   double training_time_s = 0;  // steps so far, without test passes
   double wall_time_s = 0;      // since train() began
   double last_loss = std::numeric_limits<double>::quiet_NaN();
-  double last_test_accuracy = std::numeric_limits<double>::quiet_NaN();
+  // The last test pass's value of the primary measure (the target's, else the first).
+  double last_test_quality = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Hooks into a run. Every bool-returning hook stops the run when it returns false: the current
@@ -94,7 +104,8 @@ class TrainingEvent {
   virtual bool before_batch(const TrainingProgress& /*p*/, const Batch& /*batch*/) { return true; }
   virtual bool after_batch(const TrainingProgress& /*p*/, const TensorMap& /*outputs*/) { return true; }
   virtual bool before_test(const TrainingProgress& /*p*/) { return true; }
-  virtual bool after_test(const TrainingProgress& /*p*/, double /*accuracy*/) { return true; }
+  // `value`: the primary measure's (TrainingProgress::last_test_quality).
+  virtual bool after_test(const TrainingProgress& /*p*/, double /*value*/) { return true; }
 };
 
 struct CurvePoint {
@@ -104,7 +115,15 @@ struct CurvePoint {
   double value = 0;
 };
 
-// Why training stopped: the epoch or step limit, the target accuracy, the time limit, an event
+// One quality measure's values over the test passes of a run.
+struct QualityCurve {
+  std::string measure;
+  std::string unit;
+  bool higher_is_better = true;
+  std::vector<CurvePoint> points;
+};
+
+// Why training stopped: the epoch or step limit, the quality target, the time limit, an event
 // that asked to stop, or an interruption (TrainingOptions::interrupted). to_string gives the names
 // results carry ("time_limit"; "" for none).
 enum class StopReason { none, epochs, steps, target, time_limit, event, interrupted };
@@ -117,19 +136,21 @@ struct TrainingResult {
   StopReason stop_reason = StopReason::none;
   std::vector<CurvePoint> loss;            // every step
   std::vector<CurvePoint> train_accuracy;  // every train_accuracy_every steps
-  std::vector<CurvePoint> test_accuracy;   // every test pass
+  std::vector<QualityCurve> test_quality;  // per measure, in TrainingOptions::quality's order
   std::vector<double> step_times_s;        // per step: fetch, forward, backward, update
   std::vector<double> data_times_s;        // per step: the fetch part (a loader's wait)
   double training_time_s = 0;
   double test_time_s = 0;
   double wall_time_s = 0;
   bool reached_target = false;
-  double time_to_accuracy_s = 0;  // training time when the target was first reached
-  double wall_time_to_accuracy_s = 0;
-  int64_t target_step = 0, target_epoch = 0;  // where it was reached (epoch 1-based: epochs begun)
-  double final_test_accuracy = std::numeric_limits<double>::quiet_NaN();
+  double time_to_target_s = 0;  // training time when the target was first met
+  double wall_time_to_target_s = 0;
+  int64_t target_step = 0, target_epoch = 0;  // where it was met (epoch 1-based: epochs begun)
   std::vector<MetricRecord> step_metrics;  // one per Trainer::add_step_metric, a sample per step
   double throughput() const { return training_time_s > 0 ? static_cast<double>(samples) / training_time_s : 0; }
+  // A measure's test curve (empty when not measured) and its last value (NaN when none).
+  const std::vector<CurvePoint>& test_curve(const std::string& measure) const;
+  double final_test(const std::string& measure) const;
 };
 
 class Trainer {
@@ -152,8 +173,8 @@ class Trainer {
   // Trains until a limit or the target is reached; callable once per Trainer.
   TrainingResult train();
 
-  // Test accuracy of the network as it is now (a full pass over the test set).
-  double test_accuracy();
+  // Every measure of the network as it is now (a full pass over the test set), by name.
+  std::map<std::string, double> test_quality();
 
   // Writes / reads parameters, optimizer state, sampler position and counters. resume() before
   // train() continues a run exactly; the network's parameters are overwritten in place.
@@ -178,6 +199,7 @@ class Trainer {
   bool run_test(TrainingResult& result);  // false when an event asked to stop
   TensorMap feeds_of(const Batch& batch) const;
   void check_setup(int64_t source_batch, int64_t source_size);
+  void check_labels(const Network& net) const;
   // The batch source: the sampler with the training set, or the loader.
   std::optional<Batch> next_batch();
   void begin_next_epoch();
@@ -210,7 +232,8 @@ TrainingResult test_training(GraphExecutor& executor, DataLoader& loader, const 
                              const std::vector<std::shared_ptr<TrainingEvent>>& events = {});
 
 // The result as a results case: metrics step_time (s), throughput (samples/s), loss,
-// training_accuracy, test_accuracy, time_to_accuracy (s; absent unless reached); the curves and
+// training_accuracy, test_<measure> per quality measure (test_accuracy, test_perplexity ...),
+// time_to_target (s; absent unless reached); the curves, final values (final_test_<measure>) and
 // counters in extra. State Passed, or Failed when a target was set and not reached.
 CaseResult training_case(const std::string& name, const std::string& backend, const TrainingOptions& options,
                          const TrainingResult& result);

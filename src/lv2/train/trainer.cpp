@@ -9,7 +9,6 @@
 #include <fmt/ranges.h>
 
 #include "deep500/core/error.h"
-#include "deep500/train/training_metrics.h"
 
 namespace d5 {
 
@@ -19,7 +18,26 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// The measures of the options, with the target's appended when the list lacks it.
+std::vector<std::string> measures_of(const TrainingOptions& o) {
+  std::vector<std::string> m = o.quality;
+  if (o.target && std::find(m.begin(), m.end(), o.target->measure) == m.end()) m.push_back(o.target->measure);
+  return m;
+}
+
 }  // namespace
+
+const std::vector<CurvePoint>& TrainingResult::test_curve(const std::string& measure) const {
+  static const std::vector<CurvePoint> none;
+  for (const auto& c : test_quality)
+    if (c.measure == measure) return c.points;
+  return none;
+}
+
+double TrainingResult::final_test(const std::string& measure) const {
+  const auto& c = test_curve(measure);
+  return c.empty() ? std::numeric_limits<double>::quiet_NaN() : c.back().value;
+}
 
 const char* to_string(StopReason r) {
   switch (r) {
@@ -61,9 +79,15 @@ void Trainer::check_setup(int64_t source_batch, int64_t source_size) {
   D5_CHECK_ARG(o.epochs >= 0 && o.max_steps >= 0, "epochs ({}) and steps ({}) cannot be negative", o.epochs,
                o.max_steps);
   D5_CHECK_ARG(o.epochs > 0 || o.max_steps > 0, "training needs a limit: a number of epochs or of steps");
-  D5_CHECK_ARG(o.target_accuracy >= 0 && o.target_accuracy <= 1,
-               "target accuracy {} is not a fraction in (0, 1] (0: no target)", o.target_accuracy);
-  D5_CHECK_ARG(o.target_accuracy == 0 || test_set_ != nullptr, "a target accuracy needs a test set");
+  D5_CHECK_ARG(!o.target || test_set_ != nullptr, "a target ({}) needs a test set", o.target ? o.target->to_string() : "");
+  const std::vector<std::string> measures = measures_of(o);
+  D5_CHECK_ARG(!measures.empty() || test_set_ == nullptr, "no quality measure to take in test passes; name at least one (e.g. accuracy)");
+  for (size_t i = 0; i < measures.size(); ++i) {
+    make_quality_measure(measures[i]);  // an unknown name fails here, before any step
+    D5_CHECK_ARG(std::find(measures.begin(), measures.begin() + static_cast<std::ptrdiff_t>(i), measures[i]) ==
+                     measures.begin() + static_cast<std::ptrdiff_t>(i),
+                 "quality measure '{}' is named twice", measures[i]);
+  }
   D5_CHECK_ARG(o.time_limit_s >= 0, "time limit {} s is negative", o.time_limit_s);
   D5_CHECK_ARG(o.train_accuracy_every >= 0 && o.test_every_epochs >= 0 && o.test_every_steps >= 0 &&
                    o.checkpoint_every >= 0,
@@ -86,11 +110,31 @@ void Trainer::check_setup(int64_t source_batch, int64_t source_size) {
                source_batch, net.name(), batch_, o.input, in_shape.to_string());
   D5_CHECK_ARG(source_size == train_set_.size(), "the sampler was made for {} samples but training set '{}' has {}",
                source_size, train_set_.name(), train_set_.size());
+  check_labels(net);
   const auto& outputs = net.outputs();
   for (const std::string& t : {o.loss, o.logits}) {
     D5_CHECK_ARG(std::find(outputs.begin(), outputs.end(), t) != outputs.end(),
                  "network '{}' has no graph output '{}' (outputs: {})", net.name(), t, fmt::join(outputs, ", "));
   }
+}
+
+// The dataset's labels must be what the loss head takes: a class per sample for softmax-ce, a
+// class per position for sequence-ce, f32 targets shaped like the prediction for mse.
+void Trainer::check_labels(const Network& net) const {
+  const auto& inputs = net.inputs();
+  if (std::find(inputs.begin(), inputs.end(), options_.labels) == inputs.end()) return;
+  const auto descs = train_set_.sample_descs();
+  auto sample = descs.find(kDataLabels);
+  if (sample == descs.end()) return;  // feeds_of names the missing tensor at the first step
+  std::vector<int64_t> dims{batch_};
+  for (int64_t d : sample->second.shape.dims()) dims.push_back(d);
+  const TensorDesc& want = net.desc(options_.labels);
+  D5_CHECK_ARG(want.dtype == sample->second.dtype && want.shape == Shape(dims),
+               "dataset '{}' gives labels {} per batch but network '{}' takes '{}' as {}; pick the loss head that "
+               "reads these labels (softmax-ce: a class per sample, sequence-ce: a class per position, mse: f32 "
+               "targets shaped like the prediction)",
+               train_set_.name(), TensorDesc{sample->second.dtype, Shape(dims)}.to_string(), net.name(),
+               options_.labels, want.to_string());
 }
 
 bool Trainer::fire(const std::function<bool(TrainingEvent&)>& hook) {
@@ -152,11 +196,13 @@ TensorMap Trainer::feeds_of(const Batch& batch) const {
   return feeds;
 }
 
-double Trainer::test_accuracy() {
-  D5_CHECK_ARG(test_set_ != nullptr, "no test set to measure test accuracy on");
-  TestAccuracy metric;
-  metric.begin();
+std::map<std::string, double> Trainer::test_quality() {
+  D5_CHECK_ARG(test_set_ != nullptr, "no test set to measure quality on");
+  std::vector<std::unique_ptr<QualityMeasure>> measures;
+  for (const std::string& name : measures_of(options_))
+    measures.push_back(make_quality_measure(name, QualitySettings{options_.ignore_index}));
   const int64_t n = test_set_->size();
+  D5_CHECK_ARG(n > 0, "test set '{}' is empty", test_set_->name());
   std::vector<int64_t> indices(static_cast<size_t>(batch_));
   for (int64_t first = 0; first < n; first += batch_) {
     const int64_t rows = std::min(batch_, n - first);
@@ -164,30 +210,38 @@ double Trainer::test_accuracy() {
     for (int64_t i = 0; i < batch_; ++i) indices[static_cast<size_t>(i)] = i < rows ? first + i : first;
     const Batch b = test_set_->fetch(indices);
     const TensorMap out = executor_.inference(feeds_of(b));
-    auto logits = out.find(options_.logits);
-    D5_CHECK(logits != out.end(), Internal, "inference produced no '{}'", options_.logits);
-    metric.observe(logits->second, b.at(kDataLabels), rows);
+    auto prediction = out.find(options_.logits);
+    D5_CHECK(prediction != out.end(), Internal, "inference produced no '{}'", options_.logits);
+    for (auto& m : measures) m->observe(prediction->second, b.at(kDataLabels), rows);
   }
-  metric.end();
-  D5_CHECK_ARG(!metric.samples().empty(), "test set '{}' is empty", test_set_->name());
-  return metric.samples().back();
+  std::map<std::string, double> values;
+  for (const auto& m : measures) values[m->name()] = m->value();
+  return values;
 }
 
 bool Trainer::run_test(TrainingResult& result) {
   if (!fire([&](TrainingEvent& e) { return e.before_test(progress_); })) return false;
   const auto t0 = Clock::now();
-  const double acc = test_accuracy();
+  const std::map<std::string, double> values = test_quality();
   result.test_time_s += seconds_since(t0);
-  progress_.last_test_accuracy = acc;
-  result.test_accuracy.push_back({progress_.step, progress_.epoch, progress_.training_time_s, acc});
-  result.final_test_accuracy = acc;
-  if (options_.target_accuracy > 0 && !result.reached_target && acc >= options_.target_accuracy) {
+  const std::vector<std::string> names = measures_of(options_);
+  if (result.test_quality.empty()) {
+    for (const std::string& name : names) {
+      const auto m = make_quality_measure(name);
+      result.test_quality.push_back({name, m->unit(), m->higher_is_better(), {}});
+    }
+  }
+  for (auto& curve : result.test_quality)
+    curve.points.push_back({progress_.step, progress_.epoch, progress_.training_time_s, values.at(curve.measure)});
+  const std::string& primary = options_.target ? options_.target->measure : names.front();
+  progress_.last_test_quality = values.at(primary);
+  if (options_.target && !result.reached_target && options_.target->met_by(values.at(primary))) {
     result.reached_target = true;
-    result.time_to_accuracy_s = progress_.training_time_s;
+    result.time_to_target_s = progress_.training_time_s;
     result.target_step = progress_.step;
     result.target_epoch = progress_.epoch + 1;
   }
-  return fire([&](TrainingEvent& e) { return e.after_test(progress_, acc); });
+  return fire([&](TrainingEvent& e) { return e.after_test(progress_, progress_.last_test_quality); });
 }
 
 // What one train() call keeps between its steps and epochs.
@@ -195,7 +249,7 @@ struct Trainer::Run {
   TrainingResult result;
   Clock::time_point wall0 = Clock::now();
   double time_before = 0;  // training time of a resumed checkpoint
-  TrainingAccuracy train_acc;
+  std::unique_ptr<QualityMeasure> train_acc;  // set when accuracy is a measure
   int64_t last_tested_step = -1;
   bool target_shared = false;  // every rank has agreed that the target was reached
   StopReason stop = StopReason::none;
@@ -210,7 +264,7 @@ void Trainer::update_wall(const Run& run) { progress_.wall_time_s = seconds_sinc
 
 // Every rank tests at the same steps, so every rank asks here.
 bool Trainer::target_agreed(Run& run) {
-  if (options_.target_accuracy <= 0) return false;
+  if (!options_.target) return false;
   run.target_shared = run.target_shared || agreed(run.result.reached_target);
   return run.target_shared;
 }
@@ -219,8 +273,8 @@ bool Trainer::test_now(Run& run) {
   update_wall(run);
   const bool go_on = run_test(run.result);
   run.last_tested_step = progress_.step;
-  if (run.result.reached_target && run.result.wall_time_to_accuracy_s == 0)
-    run.result.wall_time_to_accuracy_s = seconds_since(run.wall0);
+  if (run.result.reached_target && run.result.wall_time_to_target_s == 0)
+    run.result.wall_time_to_target_s = seconds_since(run.wall0);
   return go_on;
 }
 
@@ -230,6 +284,9 @@ TrainingResult Trainer::train() {
   const TrainingOptions& o = options_;
   Run run;
   run.time_before = progress_.training_time_s;
+  const std::vector<std::string> measures = measures_of(o);
+  if (o.train_accuracy_every > 0 && std::find(measures.begin(), measures.end(), "accuracy") != measures.end())
+    run.train_acc = make_quality_measure("accuracy", QualitySettings{o.ignore_index});
   if (!fire([&](TrainingEvent& e) { return e.before_training(progress_); })) run.stop_for(StopReason::event);
   while (run.stop == StopReason::none) {
     progress_.epoch = position().epoch;
@@ -300,14 +357,14 @@ void Trainer::take_step(Run& run, const Batch& batch, std::chrono::steady_clock:
   D5_CHECK(loss != outputs.end(), Internal, "the training step returned no '{}'", o.loss);
   progress_.last_loss = loss->second.get(0);
   result.loss.push_back({progress_.step, progress_.epoch, progress_.training_time_s, progress_.last_loss});
-  if (o.train_accuracy_every > 0 && progress_.step % o.train_accuracy_every == 0) {
+  if (run.train_acc && progress_.step % o.train_accuracy_every == 0) {
     auto logits = outputs.find(o.logits);
     D5_CHECK(logits != outputs.end(), Internal, "the training step returned no '{}'", o.logits);
-    run.train_acc.begin();
-    run.train_acc.observe(logits->second, feeds.at(o.labels));
-    run.train_acc.end();
+    const Tensor& labels = feeds.at(o.labels);
+    run.train_acc->reset();
+    run.train_acc->observe(logits->second, labels, logits->second.shape()[0]);
     result.train_accuracy.push_back(
-        {progress_.step, progress_.epoch, progress_.training_time_s, run.train_acc.samples().back()});
+        {progress_.step, progress_.epoch, progress_.training_time_s, run.train_acc->value()});
   }
   update_wall(run);
   if (!fire([&](TrainingEvent& e) { return e.after_batch(progress_, outputs); })) run.stop_for(StopReason::event);

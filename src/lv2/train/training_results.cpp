@@ -32,6 +32,16 @@ nlohmann::json curve_json(const std::vector<CurvePoint>& curve) {
   return j;
 }
 
+// "test accuracy 0.9712, perplexity 41.3000" (the last pass) for the detail line; "" without a test pass.
+std::string final_values(const TrainingResult& r) {
+  std::string s;
+  for (const auto& c : r.test_quality) {
+    if (c.points.empty()) continue;
+    s += fmt::format("{}{} {:.4f}", s.empty() ? "test " : ", ", c.measure, c.points.back().value);
+  }
+  return s;
+}
+
 }  // namespace
 
 CaseResult training_case(const std::string& name, const std::string& backend, const TrainingOptions& options,
@@ -42,15 +52,17 @@ CaseResult training_case(const std::string& name, const std::string& backend, co
   c.backend = backend;
   c.params = {{"epochs", options.epochs},
               {"max_steps", options.max_steps},
-              {"target_accuracy", options.target_accuracy},
+              {"quality", options.quality},
+              {"target", options.target ? options.target->to_string() : ""},
               {"time_limit_s", options.time_limit_s}};
   c.metrics.push_back(record("step_time", "s", r.step_times_s));
   c.metrics.push_back(record("data_time", "s", r.data_times_s));
   if (r.training_time_s > 0) c.metrics.push_back(record("throughput", "samples/s", {r.throughput()}));
   c.metrics.push_back(record("loss", "", values(r.loss)));
   if (!r.train_accuracy.empty()) c.metrics.push_back(record("training_accuracy", "fraction", values(r.train_accuracy)));
-  if (!r.test_accuracy.empty()) c.metrics.push_back(record("test_accuracy", "fraction", values(r.test_accuracy)));
-  if (r.reached_target) c.metrics.push_back(record("time_to_accuracy", "s", {r.time_to_accuracy_s}));
+  for (const auto& q : r.test_quality)
+    if (!q.points.empty()) c.metrics.push_back(record("test_" + q.measure, q.unit, values(q.points)));
+  if (r.reached_target) c.metrics.push_back(record("time_to_target", "s", {r.time_to_target_s}));
   c.metrics.insert(c.metrics.end(), r.step_metrics.begin(), r.step_metrics.end());
 
   nlohmann::json& x = c.extra;
@@ -61,32 +73,35 @@ CaseResult training_case(const std::string& name, const std::string& backend, co
   x["training_time_s"] = r.training_time_s;
   x["test_time_s"] = r.test_time_s;
   x["wall_time_s"] = r.wall_time_s;
-  if (!std::isnan(r.final_test_accuracy)) x["final_test_accuracy"] = r.final_test_accuracy;
+  for (const auto& q : r.test_quality) {
+    if (!q.points.empty() && !std::isnan(q.points.back().value)) x["final_test_" + q.measure] = q.points.back().value;
+  }
   if (!r.loss.empty()) x["final_loss"] = r.loss.back().value;
-  if (options.target_accuracy > 0) {
+  if (options.target) {
+    x["target"] = options.target->to_string();
     x["reached_target"] = r.reached_target;
     if (r.reached_target) {
-      x["time_to_accuracy"] = {{"training_time_s", r.time_to_accuracy_s},
-                               {"wall_time_s", r.wall_time_to_accuracy_s},
-                               {"step", r.target_step},
-                               {"epoch", r.target_epoch}};
+      x["time_to_target"] = {{"training_time_s", r.time_to_target_s},
+                             {"wall_time_s", r.wall_time_to_target_s},
+                             {"step", r.target_step},
+                             {"epoch", r.target_epoch}};
     }
   }
-  x["curves"] = {{"loss", curve_json(r.loss)},
-                 {"training_accuracy", curve_json(r.train_accuracy)},
-                 {"test_accuracy", curve_json(r.test_accuracy)}};
+  nlohmann::json curves = {{"loss", curve_json(r.loss)}, {"training_accuracy", curve_json(r.train_accuracy)}};
+  for (const auto& q : r.test_quality) curves["test_" + q.measure] = curve_json(q.points);
+  x["curves"] = std::move(curves);
+  x["quality"] = nlohmann::json::array();
+  for (const auto& q : r.test_quality)
+    x["quality"].push_back({{"measure", q.measure}, {"unit", q.unit}, {"higher_is_better", q.higher_is_better}});
 
-  if (options.target_accuracy > 0 && !r.reached_target) {
+  const std::string finals = final_values(r);
+  if (options.target && !r.reached_target) {
     c.state = CaseState::Failed;
-    c.detail = std::isnan(r.final_test_accuracy)
-                   ? fmt::format("target accuracy {} not reached (stopped: {})", options.target_accuracy, to_string(r.stop_reason))
-                   : fmt::format("target accuracy {} not reached: final test accuracy {:.4f} (stopped: {})",
-                                 options.target_accuracy, r.final_test_accuracy, to_string(r.stop_reason));
+    c.detail = fmt::format("target {} not reached{}{} (stopped: {})", options.target->to_string(),
+                           finals.empty() ? "" : ": ", finals, to_string(r.stop_reason));
   } else {
-    c.detail = std::isnan(r.final_test_accuracy)
-                   ? fmt::format("{} steps (stopped: {})", r.steps, to_string(r.stop_reason))
-                   : fmt::format("test accuracy {:.4f} after {} steps (stopped: {})", r.final_test_accuracy, r.steps,
-                                 to_string(r.stop_reason));
+    c.detail = finals.empty() ? fmt::format("{} steps (stopped: {})", r.steps, to_string(r.stop_reason))
+                              : fmt::format("{} after {} steps (stopped: {})", finals, r.steps, to_string(r.stop_reason));
   }
   return c;
 }

@@ -1,5 +1,5 @@
 // The trainer on the reference executor: learning, limits, events, test passes over a partial
-// last batch, the results case; accuracy counting; the loss head.
+// last batch, the results case; the loss head (quality measures: test_quality.cpp).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -19,7 +19,6 @@
 #include "deep500/train/samplers.h"
 #include "deep500/metrics/standard_metrics.h"
 #include "deep500/train/trainer.h"
-#include "deep500/train/training_metrics.h"
 #include "train_fixtures.h"
 
 namespace d5 {
@@ -38,25 +37,6 @@ class MlpTrainerTest : public TrainerTest {
   const test::LearnableSet train{96, 1}, test_set{30, 2};
   test::PlainSgd sgd{0.05};
 };
-
-TEST(TrainingMetrics, CountsTopOneHitsWithTiesToTheLowestClass) {
-  const Tensor logits = Tensor::from_values<float>(Shape{4, 3}, {0.1f, 0.9f, 0.0f,   // 1
-                                                                 2.0f, 2.0f, 1.0f,   // 0 (tie)
-                                                                 -1.f, -2.f, -0.5f,  // 2
-                                                                 0.f, 0.f, 0.f});    // 0 (tie)
-  const Tensor labels = Tensor::from_values<int64_t>(Shape{4}, {1, 1, 2, 0});
-  EXPECT_EQ(correct_predictions(logits, labels), 3);
-  EXPECT_EQ(correct_predictions(logits, labels, 2), 1);
-  TestAccuracy acc;
-  acc.begin();
-  acc.observe(logits, labels, 3);
-  acc.observe(logits, labels);
-  acc.end();
-  ASSERT_EQ(acc.samples().size(), 1u);
-  EXPECT_DOUBLE_EQ(acc.samples()[0], 5.0 / 7.0);
-  EXPECT_THROW(correct_predictions(logits, labels, 5), InvalidArgument);
-  EXPECT_THROW(correct_predictions(logits, Tensor::from_values<int64_t>(Shape{4}, {0, 3, 0, 0})), InvalidArgument);
-}
 
 // A metric added with add_step_metric takes one sample per step and reaches the result case.
 TEST_F(MlpTrainerTest, StepMetricsSampleEveryStepAndJoinTheCase) {
@@ -91,10 +71,10 @@ TEST_F(MlpTrainerTest, LearnsAndRecordsCurves) {
   ASSERT_EQ(r.loss.size(), 48u);
   EXPECT_EQ(r.step_times_s.size(), 48u);
   EXPECT_EQ(r.train_accuracy.size(), 16u);
-  ASSERT_EQ(r.test_accuracy.size(), 4u);  // one per epoch; the final one coincides with the last
-  EXPECT_EQ(r.test_accuracy.back().step, 48);
+  ASSERT_EQ(r.test_curve("accuracy").size(), 4u);  // one per epoch; the final one coincides with the last
+  EXPECT_EQ(r.test_curve("accuracy").back().step, 48);
   // Three well separated classes: chance is 1/3, the trained MLP gets nearly all right.
-  EXPECT_GT(r.final_test_accuracy, 0.9);
+  EXPECT_GT(r.final_test("accuracy"), 0.9);
   EXPECT_LT(r.loss.back().value, 0.5 * r.loss.front().value);
   EXPECT_GT(r.throughput(), 0);
   EXPECT_GT(r.training_time_s, 0);
@@ -106,22 +86,22 @@ TEST_F(MlpTrainerTest, StopsAtTheTargetAccuracy) {
   test::InOrderSampler sampler(train.size(), 8);
   TrainingOptions o;
   o.epochs = 50;
-  o.target_accuracy = 0.9;
+  o.target = accuracy_target(0.9);
   o.test_every_steps = 4;
   const TrainingResult r = test_training(*ex, train, &test_set, sgd, sampler, o);
   EXPECT_EQ(r.stop_reason, StopReason::target);
   ASSERT_TRUE(r.reached_target);
-  EXPECT_GE(r.final_test_accuracy, 0.9);
+  EXPECT_GE(r.final_test("accuracy"), 0.9);
   EXPECT_EQ(r.target_step, r.steps);
   EXPECT_EQ(r.target_step % 4, 0);
   EXPECT_LT(r.steps, 50 * 12);
-  EXPECT_GT(r.time_to_accuracy_s, 0);
-  EXPECT_LE(r.time_to_accuracy_s, r.training_time_s);
+  EXPECT_GT(r.time_to_target_s, 0);
+  EXPECT_LE(r.time_to_target_s, r.training_time_s);
   // Every earlier test pass was below the target.
-  for (size_t i = 0; i + 1 < r.test_accuracy.size(); ++i) EXPECT_LT(r.test_accuracy[i].value, 0.9);
+  for (size_t i = 0; i + 1 < r.test_curve("accuracy").size(); ++i) EXPECT_LT(r.test_curve("accuracy")[i].value, 0.9);
   const CaseResult c = training_case("mlp", "reference", o, r);
   EXPECT_EQ(c.state, CaseState::Passed);
-  EXPECT_EQ(c.extra["time_to_accuracy"]["step"].get<int64_t>(), r.target_step);
+  EXPECT_EQ(c.extra["time_to_target"]["step"].get<int64_t>(), r.target_step);
 }
 
 TEST_F(MlpTrainerTest, StepAndTimeLimits) {
@@ -147,7 +127,7 @@ TEST_F(MlpTrainerTest, StepAndTimeLimits) {
     const TrainingResult r = test_training(*ex, train, &test_set, sgd, sampler, o);
     EXPECT_EQ(r.stop_reason, StopReason::steps);
     EXPECT_EQ(r.epochs_completed, 2);
-    EXPECT_EQ(r.test_accuracy.size(), 2u);
+    EXPECT_EQ(r.test_curve("accuracy").size(), 2u);
     EXPECT_EQ(sampler.state().epoch, 2);
     EXPECT_EQ(sampler.state().batch, 0);
   }
@@ -159,7 +139,7 @@ TEST_F(MlpTrainerTest, StepAndTimeLimits) {
     const TrainingResult r = test_training(*ex, train, nullptr, sgd, sampler, o);
     EXPECT_EQ(r.stop_reason, StopReason::time_limit);
     EXPECT_EQ(r.steps, 1);
-    EXPECT_TRUE(std::isnan(r.final_test_accuracy));
+    EXPECT_TRUE(std::isnan(r.final_test("accuracy")));
   }
 }
 
@@ -180,7 +160,7 @@ TEST_F(MlpTrainerTest, AnInterruptionStopsBeforeTheNextStepAndSavesTheCheckpoint
   EXPECT_STREQ(to_string(r.stop_reason), "interrupted");
   EXPECT_EQ(r.steps, 5);
   EXPECT_EQ(asked, 6);
-  EXPECT_TRUE(r.test_accuracy.empty()) << "a test pass ran after the interruption";
+  EXPECT_TRUE(r.test_curve("accuracy").empty()) << "a test pass ran after the interruption";
   EXPECT_EQ(load_checkpoint(ck).meta.at("step").get<int64_t>(), 5);
   std::filesystem::remove(ck);
 
@@ -267,7 +247,7 @@ TEST_F(TrainerTest, TestPassCountsOnlyTheRealRowsOfAPartialBatch) {
   for (const std::string& p : net4.get_params()) net1.fetch_tensor(p).copy_from(net4.fetch_tensor(p));
   test::InOrderSampler s1(train.size(), 1);
   Trainer t1(*ex1, train, &test_set, sgd, s1, o);
-  const double batched = t4.test_accuracy(), single = t1.test_accuracy();
+  const double batched = t4.test_quality().at("accuracy"), single = t1.test_quality().at("accuracy");
   EXPECT_EQ(batched, single);
   EXPECT_NEAR(single * 10, std::round(single * 10), 1e-9);  // a multiple of 1/10: no padding row counted
 }
@@ -278,7 +258,7 @@ TEST_F(MlpTrainerTest, RefusesMismatchedPieces) {
   EXPECT_THROW(Trainer(*ex, train, nullptr, sgd, wrong_batch, o), InvalidArgument);
   EXPECT_THROW(Trainer(*ex, train, nullptr, sgd, wrong_size, o), InvalidArgument);
   TrainingOptions target = o;
-  target.target_accuracy = 0.5;
+  target.target = accuracy_target(0.5);
   EXPECT_THROW(Trainer(*ex, train, nullptr, sgd, right, target), InvalidArgument);
   TrainingOptions no_limit = o;
   no_limit.epochs = 0;
@@ -296,7 +276,7 @@ TEST_F(TrainerTest, ResultsCaseFailsAMissedTarget) {
   test::InOrderSampler sampler(train.size(), 8);
   TrainingOptions o;
   o.epochs = 1;
-  o.target_accuracy = 1.0;
+  o.target = accuracy_target(1.0);
   const TrainingResult r = test_training(*ex, train, &test_set, sgd, sampler, o);
   EXPECT_FALSE(r.reached_target);
   const CaseResult c = training_case("mlp", "reference", o, r);

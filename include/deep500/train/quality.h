@@ -1,0 +1,55 @@
+#pragma once
+// Level 2: quality measures of a trained network (docs/quality.md).
+//
+// A test pass hands every batch's prediction (the network output its loss head reads) and the
+// batch's labels to the measures a run asked for; each keeps running sums and gives one value per
+// pass. A measure never knows the network or the dataset, only the two tensors' layouts:
+//
+// - class scores, class axis last: logits [N, C] with labels [N] (a classifier) or logits
+//   [N, T, C] with labels [N, T] (a token per position); labels are i64 or i32, and positions
+//   labelled `ignore_index` (padding) are not counted;
+// - regression: a prediction and an f32 target of one shape [N, ...].
+//
+// Only the first `rows` of the N rows count: a padded last test batch has fewer real samples.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "deep500/core/tensor.h"
+
+namespace d5 {
+
+// PyTorch's default for "no label at this position" (nn.CrossEntropyLoss's ignore_index).
+inline constexpr int64_t kDefaultIgnoreIndex = -100;
+
+class QualityMeasure {
+ public:
+  virtual ~QualityMeasure() = default;
+  virtual std::string name() const = 0;  // as the user names it: "accuracy", "top5", "perplexity"
+  virtual std::string unit() const = 0;  // "fraction" or "" (a plain number)
+  virtual bool higher_is_better() const = 0;
+  // The values the measure can take, [lowest, highest] (highest may be infinity): a target
+  // outside them could never be met.
+  virtual double lowest() const = 0;
+  virtual double highest() const = 0;
+  virtual void reset() = 0;
+  // InvalidArgument when the tensors do not have the layout the measure reads, or a label is
+  // outside [0, C) and not the ignore index.
+  virtual void observe(const Tensor& prediction, const Tensor& labels, int64_t rows) = 0;
+  // NaN when nothing was counted since reset() (no rows, or every position ignored).
+  virtual double value() const = 0;
+};
+
+struct QualitySettings {
+  int64_t ignore_index = kDefaultIgnoreIndex;
+};
+
+// The measures by name, for help texts and errors: accuracy, top<k> (k >= 1, e.g. top5),
+// exact_match, perplexity, mse, mae.
+std::vector<std::string> quality_measure_names();
+
+// InvalidArgument naming the known measures for an unknown name.
+std::unique_ptr<QualityMeasure> make_quality_measure(const std::string& name, const QualitySettings& settings = {});
+
+}  // namespace d5

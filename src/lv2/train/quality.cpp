@@ -1,0 +1,217 @@
+// Quality measures over class scores (accuracy, top-k, exact match, perplexity) and regression
+// predictions (mse, mae); the layouts are in quality.h.
+#include "deep500/train/quality.h"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "deep500/core/error.h"
+#include "deep500/core/parse_number.h"
+
+namespace d5 {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double ratio(double num, double den) { return den > 0 ? num / den : kNaN; }
+
+void check_rows(const std::string& measure, const Tensor& prediction, int64_t rows) {
+  D5_CHECK_ARG(prediction.on_host(), "{}: the prediction is on {}; quality is measured on host tensors", measure,
+               prediction.device().to_string());
+  D5_CHECK_ARG(prediction.shape().rank() >= 1 && rows >= 0 && rows <= prediction.shape()[0],
+               "{}: {} rows counted of a prediction shaped {}", measure, rows, prediction.shape().to_string());
+}
+
+// Measures over class scores, class axis last: every labelled position of the first `rows` rows
+// is handed to position(); a row's positions are bracketed by begin_row / end_row.
+class ClassScoreMeasure : public QualityMeasure {
+ public:
+  explicit ClassScoreMeasure(const QualitySettings& s) : ignore_(s.ignore_index) {}
+
+  void observe(const Tensor& prediction, const Tensor& labels, int64_t rows) override {
+    check_rows(name(), prediction, rows);
+    const Shape& ps = prediction.shape();
+    D5_CHECK_ARG(prediction.dtype() == DType::f32 && ps.rank() >= 2,
+                 "{}: needs f32 class scores [N, C] or [N, T, C], got {}", name(), prediction.desc().to_string());
+    std::vector<int64_t> want = ps.dims();
+    want.pop_back();
+    D5_CHECK_ARG((labels.dtype() == DType::i64 || labels.dtype() == DType::i32) && labels.shape() == Shape(want),
+                 "{}: scores {} need integer labels shaped {}, got {}", name(), ps.to_string(),
+                 Shape(want).to_string(), labels.desc().to_string());
+    const int64_t classes = ps[ps.rank() - 1];
+    const int64_t per_row = prediction.numel() / std::max<int64_t>(1, ps[0] * classes);
+    const float* x = prediction.data_as<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      begin_row();
+      for (int64_t t = 0; t < per_row; ++t) {
+        const int64_t at = r * per_row + t;
+        const auto label = static_cast<int64_t>(labels.get(at));
+        if (label == ignore_) continue;
+        D5_CHECK_ARG(label >= 0 && label < classes, "{}: label {} at row {}, position {} is outside [0, {})", name(),
+                     label, r, t, classes);
+        position(x + at * classes, classes, label);
+      }
+      end_row();
+    }
+  }
+
+ protected:
+  // Where the label ranks among the scores sorted descending, ties to the lower class (as
+  // torch.argmax and a stable sort order them): 0 is the argmax.
+  static int64_t rank_of(const float* scores, int64_t classes, int64_t label) {
+    const float s = scores[label];
+    int64_t rank = 0;
+    for (int64_t c = 0; c < classes; ++c) rank += scores[c] > s || (scores[c] == s && c < label) ? 1 : 0;
+    return rank;
+  }
+  virtual void begin_row() {}
+  virtual void position(const float* scores, int64_t classes, int64_t label) = 0;
+  virtual void end_row() {}
+
+ private:
+  int64_t ignore_;
+};
+
+// The label among the k best scores, per labelled position (k = 1: accuracy).
+class TopK : public ClassScoreMeasure {
+ public:
+  TopK(const QualitySettings& s, int64_t k, std::string name) : ClassScoreMeasure(s), k_(k), name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  std::string unit() const override { return "fraction"; }
+  bool higher_is_better() const override { return true; }
+  double lowest() const override { return 0; }
+  double highest() const override { return 1; }
+  void reset() override { hits_ = positions_ = 0; }
+  double value() const override { return ratio(static_cast<double>(hits_), static_cast<double>(positions_)); }
+
+ private:
+  void position(const float* scores, int64_t classes, int64_t label) override {
+    hits_ += rank_of(scores, classes, label) < k_ ? 1 : 0;
+    ++positions_;
+  }
+  int64_t k_;
+  std::string name_;
+  int64_t hits_ = 0, positions_ = 0;
+};
+
+// Rows whose every labelled position is predicted right; rows without a label are not counted.
+class ExactMatch : public ClassScoreMeasure {
+ public:
+  using ClassScoreMeasure::ClassScoreMeasure;
+  std::string name() const override { return "exact_match"; }
+  std::string unit() const override { return "fraction"; }
+  bool higher_is_better() const override { return true; }
+  double lowest() const override { return 0; }
+  double highest() const override { return 1; }
+  void reset() override { matched_ = counted_ = 0; }
+  double value() const override { return ratio(static_cast<double>(matched_), static_cast<double>(counted_)); }
+
+ private:
+  void begin_row() override {
+    labelled_ = 0;
+    all_right_ = true;
+  }
+  void position(const float* scores, int64_t classes, int64_t label) override {
+    ++labelled_;
+    all_right_ = all_right_ && rank_of(scores, classes, label) == 0;
+  }
+  void end_row() override {
+    if (labelled_ == 0) return;
+    ++counted_;
+    matched_ += all_right_ ? 1 : 0;
+  }
+  int64_t labelled_ = 0, matched_ = 0, counted_ = 0;
+  bool all_right_ = true;
+};
+
+// exp of the mean negative log-likelihood of the labels under softmax(scores), over labelled
+// positions: the exponentiated cross-entropy a language model is compared by.
+class Perplexity : public ClassScoreMeasure {
+ public:
+  using ClassScoreMeasure::ClassScoreMeasure;
+  std::string name() const override { return "perplexity"; }
+  std::string unit() const override { return ""; }
+  bool higher_is_better() const override { return false; }
+  double lowest() const override { return 1; }
+  double highest() const override { return kInf; }
+  void reset() override {
+    nll_ = 0;
+    positions_ = 0;
+  }
+  double value() const override { return positions_ > 0 ? std::exp(nll_ / static_cast<double>(positions_)) : kNaN; }
+
+ private:
+  void position(const float* scores, int64_t classes, int64_t label) override {
+    // log-sum-exp in double around the maximum: no overflow for large logits.
+    double top = scores[0];
+    for (int64_t c = 1; c < classes; ++c) top = std::max(top, static_cast<double>(scores[c]));
+    double sum = 0;
+    for (int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(scores[c]) - top);
+    nll_ += top + std::log(sum) - static_cast<double>(scores[label]);
+    ++positions_;
+  }
+  double nll_ = 0;
+  int64_t positions_ = 0;
+};
+
+// Mean squared or absolute error of a prediction against an f32 target of its shape.
+class RegressionError : public QualityMeasure {
+ public:
+  explicit RegressionError(bool squared) : squared_(squared) {}
+  std::string name() const override { return squared_ ? "mse" : "mae"; }
+  std::string unit() const override { return ""; }
+  bool higher_is_better() const override { return false; }
+  double lowest() const override { return 0; }
+  double highest() const override { return kInf; }
+  void reset() override {
+    sum_ = 0;
+    count_ = 0;
+  }
+  double value() const override { return ratio(sum_, static_cast<double>(count_)); }
+  void observe(const Tensor& prediction, const Tensor& target, int64_t rows) override {
+    check_rows(name(), prediction, rows);
+    D5_CHECK_ARG(prediction.dtype() == DType::f32 && target.dtype() == DType::f32 &&
+                     prediction.shape() == target.shape(),
+                 "{}: needs an f32 prediction and an f32 target of one shape, got {} and {}", name(),
+                 prediction.desc().to_string(), target.desc().to_string());
+    const int64_t per_row = prediction.shape()[0] > 0 ? prediction.numel() / prediction.shape()[0] : 0;
+    const float* p = prediction.data_as<float>();
+    const float* t = target.data_as<float>();
+    for (int64_t i = 0; i < rows * per_row; ++i) {
+      const double d = static_cast<double>(p[i]) - static_cast<double>(t[i]);
+      sum_ += squared_ ? d * d : std::abs(d);
+    }
+    count_ += rows * per_row;
+  }
+
+ private:
+  bool squared_;
+  double sum_ = 0;
+  int64_t count_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::string> quality_measure_names() {
+  return {"accuracy", "top<k>", "exact_match", "perplexity", "mse", "mae"};
+}
+
+std::unique_ptr<QualityMeasure> make_quality_measure(const std::string& name, const QualitySettings& settings) {
+  if (name == "accuracy") return std::make_unique<TopK>(settings, 1, name);
+  if (name.starts_with("top")) {
+    const std::optional<int64_t> k = parse_int(std::string_view(name).substr(3));
+    D5_CHECK_ARG(k && *k >= 1, "quality measure '{}': top-k needs a whole k >= 1 after 'top', e.g. top5", name);
+    return std::make_unique<TopK>(settings, *k, name);
+  }
+  if (name == "exact_match") return std::make_unique<ExactMatch>(settings);
+  if (name == "perplexity") return std::make_unique<Perplexity>(settings);
+  if (name == "mse" || name == "mae") return std::make_unique<RegressionError>(name == "mse");
+  D5_THROW(InvalidArgument, "unknown quality measure '{}' (known: {})", name, fmt::join(quality_measure_names(), ", "));
+}
+
+}  // namespace d5

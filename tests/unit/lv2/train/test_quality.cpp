@@ -1,0 +1,174 @@
+// Quality measures against hand-derived values (ties, padding, partial batches, overflow-prone
+// logits) and quality targets: parsing, direction, reachability.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "deep500/core/error.h"
+#include "deep500/train/quality.h"
+#include "deep500/train/quality_target.h"
+
+namespace d5 {
+namespace {
+
+double measure(const std::string& name, const Tensor& prediction, const Tensor& labels, int64_t rows = -1,
+               const QualitySettings& s = {}) {
+  auto m = make_quality_measure(name, s);
+  m->reset();
+  m->observe(prediction, labels, rows < 0 ? prediction.shape()[0] : rows);
+  return m->value();
+}
+
+// Four rows of three classes; the label's place among the scores (0 = argmax, ties to the lower class):
+// row 0 -> 0, row 1 -> 1 (tie with class 0, which wins), row 2 -> 0, row 3 -> 2.
+const Tensor kScores = Tensor::from_values<float>(Shape{4, 3}, {0.1f, 0.9f, 0.0f,   // label 1
+                                                                2.0f, 2.0f, 1.0f,   // label 1
+                                                                -1.f, -2.f, -0.5f,  // label 2
+                                                                0.f, 1.f, 2.f});    // label 0
+const Tensor kLabels = Tensor::from_values<int64_t>(Shape{4}, {1, 1, 2, 0});
+
+TEST(QualityMeasures, TopKCountsTheLabelsPlaceWithTiesToTheLowerClass) {
+  EXPECT_DOUBLE_EQ(measure("accuracy", kScores, kLabels), 2.0 / 4);
+  EXPECT_DOUBLE_EQ(measure("top1", kScores, kLabels), 2.0 / 4);
+  EXPECT_DOUBLE_EQ(measure("top2", kScores, kLabels), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(measure("top3", kScores, kLabels), 1.0);
+  EXPECT_DOUBLE_EQ(measure("top7", kScores, kLabels), 1.0);
+  // Only the real rows of a padded batch count.
+  EXPECT_DOUBLE_EQ(measure("accuracy", kScores, kLabels, 2), 1.0 / 2);
+  EXPECT_DOUBLE_EQ(measure("exact_match", kScores, kLabels), 2.0 / 4);  // one position per row
+}
+
+TEST(QualityMeasures, AccumulateOverBatchesUntilReset) {
+  auto m = make_quality_measure("accuracy");
+  m->reset();
+  EXPECT_TRUE(std::isnan(m->value()));  // nothing counted yet
+  m->observe(kScores, kLabels, 3);  // 2 of 3
+  m->observe(kScores, kLabels, 4);  // 2 of 4
+  EXPECT_DOUBLE_EQ(m->value(), 4.0 / 7);
+  m->reset();
+  m->observe(kScores, kLabels, 1);
+  EXPECT_DOUBLE_EQ(m->value(), 1.0);
+}
+
+// Two sequences of three positions, two classes; -100 marks padding.
+// seq 0: right, wrong, right -> not an exact match; seq 1: right, padding, padding -> exact match.
+const Tensor kSeqScores = Tensor::from_values<float>(Shape{2, 3, 2}, {1, 0, 0, 1, 0, 1,  //
+                                                                      0, 3, 9, 9, 9, 9});
+const Tensor kSeqLabels = Tensor::from_values<int64_t>(Shape{2, 3}, {0, 0, 1, 1, -100, -100});
+
+TEST(QualityMeasures, SequencesCountLabelledPositionsAndSkipPadding) {
+  EXPECT_DOUBLE_EQ(measure("accuracy", kSeqScores, kSeqLabels), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(measure("exact_match", kSeqScores, kSeqLabels), 1.0 / 2);
+  EXPECT_DOUBLE_EQ(measure("accuracy", kSeqScores, kSeqLabels, 1), 2.0 / 3);
+  // Another padding label: -100 is now a label out of range.
+  EXPECT_THROW(measure("accuracy", kSeqScores, kSeqLabels, -1, QualitySettings{-1}), InvalidArgument);
+  const Tensor all_padding = Tensor::from_values<int64_t>(Shape{2, 3}, {-100, -100, -100, -100, -100, -100});
+  EXPECT_TRUE(std::isnan(measure("accuracy", kSeqScores, all_padding)));
+  EXPECT_TRUE(std::isnan(measure("exact_match", kSeqScores, all_padding)));  // rows without labels are not counted
+  EXPECT_TRUE(std::isnan(measure("perplexity", kSeqScores, all_padding)));
+}
+
+TEST(QualityMeasures, PerplexityIsTheExponentiatedMeanCrossEntropy) {
+  // Uniform scores over 4 classes: every label has probability 1/4.
+  const Tensor uniform = Tensor::from_values<float>(Shape{2, 4}, {0, 0, 0, 0, 5, 5, 5, 5});
+  EXPECT_NEAR(measure("perplexity", uniform, Tensor::from_values<int64_t>(Shape{2}, {3, 0})), 4.0, 1e-12);
+  // Scores (0, ln 3): p(1) = 3/4, p(0) = 1/4; labels 1 and 0 -> exp((ln 4/3 + ln 4) / 2) = sqrt(16/3).
+  const auto ln3 = static_cast<float>(std::log(3.0));
+  const Tensor two = Tensor::from_values<float>(Shape{2, 2}, {0, ln3, 0, ln3});
+  EXPECT_NEAR(measure("perplexity", two, Tensor::from_values<int64_t>(Shape{2}, {1, 0})), std::sqrt(16.0 / 3),
+              1e-6);  // ln 3 rounded to f32: 2.4e-8 relative in p
+  // Logits far beyond exp's range: a sure right answer costs nothing, a sure wrong one 1000 nats.
+  const Tensor huge = Tensor::from_values<float>(Shape{1, 2}, {1000, 0});
+  EXPECT_NEAR(measure("perplexity", huge, Tensor::from_values<int64_t>(Shape{1}, {0})), 1.0, 1e-12);
+  EXPECT_TRUE(std::isinf(measure("perplexity", huge, Tensor::from_values<int64_t>(Shape{1}, {1}))));
+  // Padding is skipped: sequence 0's positions 0 and 2 and sequence 1's position 0.
+  const double nll = std::log(1 + std::exp(-1.0)) * 2 + std::log(1 + std::exp(1.0)) + std::log(1 + std::exp(-3.0));
+  EXPECT_NEAR(measure("perplexity", kSeqScores, kSeqLabels), std::exp(nll / 4), 1e-9);
+}
+
+TEST(QualityMeasures, RegressionErrors) {
+  const Tensor p = Tensor::from_values<float>(Shape{2, 2}, {1, 2, 3, 4});
+  const Tensor t = Tensor::from_values<float>(Shape{2, 2}, {1, 0, 3, 8});  // differences 0, 2, 0, -4
+  EXPECT_DOUBLE_EQ(measure("mse", p, t), 20.0 / 4);
+  EXPECT_DOUBLE_EQ(measure("mae", p, t), 6.0 / 4);
+  EXPECT_DOUBLE_EQ(measure("mse", p, t, 1), 4.0 / 2);
+  EXPECT_DOUBLE_EQ(measure("mae", p, t, 1), 2.0 / 2);
+  EXPECT_THROW(measure("mse", p, Tensor::from_values<float>(Shape{4}, {1, 0, 3, 8})), InvalidArgument);
+  EXPECT_THROW(measure("mse", p, Tensor::from_values<int64_t>(Shape{2, 2}, {1, 0, 3, 8})), InvalidArgument);
+}
+
+TEST(QualityMeasures, RefuseWhatTheyCannotRead) {
+  EXPECT_THROW(measure("accuracy", kScores, Tensor::from_values<int64_t>(Shape{4}, {0, 3, 0, 0})), InvalidArgument);
+  EXPECT_THROW(measure("accuracy", kScores, Tensor::from_values<float>(Shape{4}, {0, 1, 0, 0})), InvalidArgument);
+  EXPECT_THROW(measure("accuracy", kScores, Tensor::from_values<int64_t>(Shape{2, 2}, {0, 1, 0, 0})),
+               InvalidArgument);
+  EXPECT_THROW(measure("accuracy", kScores, kLabels, 5), InvalidArgument);  // more rows than the batch
+  EXPECT_THROW(measure("perplexity", Tensor::from_values<float>(Shape{3}, {1, 2, 3}), kLabels), InvalidArgument);
+  for (const char* bad : {"top0", "top", "topx", "top-1", "Accuracy", "bleu", ""})
+    EXPECT_THROW(make_quality_measure(bad), InvalidArgument) << bad;
+  try {
+    make_quality_measure("wer");
+    FAIL();
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("known: accuracy, top<k>, exact_match, perplexity, mse, mae"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(QualityTargets, ParseCompareAndPrint) {
+  using C = QualityTarget::Comparison;
+  const QualityTarget a = parse_quality_target("accuracy>=0.97");
+  EXPECT_EQ(a.measure, "accuracy");
+  EXPECT_EQ(a.comparison, C::at_least);
+  EXPECT_DOUBLE_EQ(a.threshold, 0.97);
+  EXPECT_TRUE(a.met_by(0.97));
+  EXPECT_FALSE(a.met_by(0.9699));
+  EXPECT_FALSE(a.met_by(std::numeric_limits<double>::quiet_NaN()));
+  EXPECT_EQ(a.to_string(), "accuracy>=0.97");
+  const QualityTarget p = parse_quality_target(" perplexity < 40 ");
+  EXPECT_EQ(p.measure, "perplexity");
+  EXPECT_EQ(p.comparison, C::below);
+  EXPECT_TRUE(p.met_by(39.9));
+  EXPECT_FALSE(p.met_by(40));
+  EXPECT_EQ(parse_quality_target(p.to_string()).to_string(), "perplexity<40");
+  EXPECT_EQ(parse_quality_target("top5>0.5").comparison, C::above);
+  EXPECT_FALSE(parse_quality_target("top5>0.5").met_by(0.5));
+  EXPECT_EQ(parse_quality_target("mse<=1e-3").comparison, C::at_most);
+  EXPECT_TRUE(parse_quality_target("mse<=1e-3").met_by(0.001));
+  EXPECT_EQ(accuracy_target(0.5).to_string(), "accuracy>=0.5");
+  EXPECT_THROW(accuracy_target(0), InvalidArgument);
+  EXPECT_THROW(accuracy_target(1.2), InvalidArgument);
+}
+
+TEST(QualityTargets, RefuseTargetsThatCannotMeanWhatTheySay) {
+  const auto message = [](const std::string& text) {
+    try {
+      parse_quality_target(text);
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_NE(message("perplexity>=40").find("perplexity is better when lower; write perplexity<=40"),
+            std::string::npos)
+      << message("perplexity>=40");
+  EXPECT_NE(message("accuracy<0.5").find("better when higher"), std::string::npos);
+  EXPECT_NE(message("accuracy>=1.5").find("can never be met"), std::string::npos);
+  EXPECT_NE(message("accuracy>1").find("can never be met"), std::string::npos);
+  EXPECT_NE(message("mse<0").find("can never be met"), std::string::npos);
+  EXPECT_NE(message("perplexity<=0.5").find("can never be met"), std::string::npos);
+  EXPECT_NE(message("accuracy").find("has no comparison"), std::string::npos);
+  EXPECT_NE(message(">=0.5").find("names no measure"), std::string::npos);
+  EXPECT_NE(message("accuracy>=high").find("not a finite number"), std::string::npos);
+  EXPECT_NE(message("accuracy>=nan").find("not a finite number"), std::string::npos);
+  EXPECT_NE(message("accuracy>=0.5x").find("not a finite number"), std::string::npos);
+  EXPECT_NE(message("accuracy=>0.5").find("unknown quality measure 'accuracy='"), std::string::npos);
+  EXPECT_NE(message("map50>=0.8").find("unknown quality measure 'map50'"), std::string::npos);
+  EXPECT_EQ(message("accuracy>=1"), "(accepted)");
+  EXPECT_EQ(message("perplexity<=1"), "(accepted)");
+}
+
+}  // namespace
+}  // namespace d5
