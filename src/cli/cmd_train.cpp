@@ -72,6 +72,7 @@ struct TrainOpts {
   std::string loss_head;             // empty: softmax-ce
   std::vector<std::string> quality;  // empty: the loss head's measures
   int64_t ignore_index = kDefaultIgnoreIndex;
+  int64_t blank = 0;
   int64_t test_every_epochs = 1, test_every_steps = 0, train_accuracy_every = 1;
   std::string backend = "reference";
   std::string checkpoint, resume, save_model;
@@ -117,7 +118,9 @@ struct TrainNetwork {
 // then the loss head (--loss, softmax-ce by default) is appended to its output.
 TrainNetwork load_train_network(const TrainOpts& o, const Dataset& data, uint64_t seed) {
   const std::string head = o.loss_head.empty() ? "softmax-ce" : o.loss_head;
-  const LossHeadOptions ho{kZooLabels, kZooLoss, o.ignore_index};
+  LossHeadOptions ho{kZooLabels, kZooLoss, o.ignore_index, o.blank, {}};
+  const auto descs = data.sample_descs();
+  if (auto labels = descs.find(kDataLabels); labels != descs.end()) ho.label_shape = labels->second.shape.dims();
   if (std::filesystem::exists(o.model)) {
 #ifdef D5_HAVE_ONNX
     ImportOptions io;
@@ -130,10 +133,12 @@ TrainNetwork load_train_network(const TrainOpts& o, const Dataset& data, uint64_
              "files", o.model);
 #endif
   }
-  const auto descs = data.sample_descs();
   auto in = descs.find(kDataInput);
   D5_CHECK_ARG(in != descs.end(), "dataset '{}' produces no '{}' tensor to train on", data.name(), kDataInput);
-  D5_CHECK_ARG(data.classes() > 0, "dataset '{}' has no class labels; the model zoo's networks are classifiers (train another network from an ONNX file with --loss)", data.name());
+  D5_CHECK_ARG(data.classes() > 0,
+               "dataset '{}' has no class labels; the model zoo's networks are classifiers (train another network "
+               "from an ONNX file with --loss)",
+               data.name());
   ModelOptions mo;
   mo.batch = o.batch;
   mo.classes = data.classes();
@@ -172,6 +177,7 @@ TrainingOptions training_options(const TrainOpts& o, const LossHead& head, const
   if (o.target_accuracy > 0) to.target = accuracy_target(o.target_accuracy);
   to.quality = o.quality.empty() ? head.quality : o.quality;
   to.ignore_index = o.ignore_index;
+  to.blank = o.blank;
   to.time_limit_s = o.time_limit;
   to.test_every_epochs = o.test_every_epochs;
   to.test_every_steps = o.test_every_steps;
@@ -348,15 +354,18 @@ Command register_train(CLI::App& app, const GlobalOptions& g) {
       ->check(CLI::Range(0.0, 1.0))
       ->excludes(target);
   cmd->add_option("--loss", o->loss_head, "Loss head appended to the network's output: softmax-ce (default), "
-                  "sequence-ce, mse")
+                  "sequence-ce, mse, ctc")
       ->check(CLI::IsMember(loss_head_names()));
   cmd->add_option("--quality", o->quality,
-                  "Measures of every test pass, comma-separated: accuracy, top<k>, exact_match, perplexity, mse, mae "
-                  "(default: the loss head's)")
+                  "Measures of every test pass, comma-separated: accuracy, top<k>, exact_match, perplexity, mse, mae, "
+                  "cer (default: the loss head's)")
       ->delimiter(',');
   cmd->add_option("--ignore-index", o->ignore_index,
                   "The label of padding positions, which sequence-ce and the measures skip")
       ->default_val(kDefaultIgnoreIndex);
+  cmd->add_option("--blank", o->blank, "The CTC blank class of the ctc loss head and the cer measure")
+      ->check(CLI::NonNegativeNumber)
+      ->default_val(0);
   cmd->add_option("--time-limit", o->time_limit, "Stop after this many seconds of training")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--test-every", o->test_every_epochs, "Epochs between test passes (0: only at the end)")

@@ -10,7 +10,12 @@
 // - sequence-ce: logits [N, T, C] f32 (class axis last), labels [N, T] i64; the scores are
 //                transposed to ONNX's [N, C, T] and SoftmaxCrossEntropyLoss averages over the
 //                positions whose label is not ignore_index (padding);
-// - mse:         a prediction [N, ...] f32, a target of its shape f32; MSELoss, mean.
+// - mse:         a prediction [N, ...] f32, a target of its shape f32; MSELoss, mean;
+// - ctc:         per-step class scores [N, T, C] f32, label sequences [N, S] i64, left-aligned and
+//                padded with ignore_index; LogSoftmax over the classes, then CTCLoss with every
+//                input T steps long, each target as long as its labels before the padding, mean
+//                per target label, zero_infinity (a target too long for T steps costs nothing
+//                instead of an infinite loss).
 //
 // Each head names the quality measures that suit it (quality.h), the default of a run.
 #include <cstdint>
@@ -32,10 +37,12 @@ struct LossHead {
 struct LossHeadOptions {
   std::string labels = "labels";
   std::string loss = "loss";
-  int64_t ignore_index = kDefaultIgnoreIndex;  // sequence-ce: the label of a padding position
+  int64_t ignore_index = kDefaultIgnoreIndex;  // sequence-ce, ctc: the label of a padding position
+  int64_t blank = 0;                           // ctc: the blank class
+  std::vector<int64_t> label_shape{};          // ctc: {S}, the label sequences' padded length
 };
 
-// softmax-ce, sequence-ce, mse.
+// softmax-ce, sequence-ce, mse, ctc.
 std::vector<std::string> loss_head_names();
 
 // The network must have exactly one graph output of the layout the head reads, and no tensor or

@@ -8,7 +8,9 @@
 // - class scores, class axis last: logits [N, C] with labels [N] (a classifier) or logits
 //   [N, T, C] with labels [N, T] (a token per position); labels are i64 or i32, and positions
 //   labelled `ignore_index` (padding) are not counted;
-// - regression: a prediction and an f32 target of one shape [N, ...].
+// - regression: a prediction and an f32 target of one shape [N, ...];
+// - CTC: per-step class scores [N, T, C] decoded greedily (the best class per step, repeats merged,
+//   blanks removed) against label sequences [N, S] padded with `ignore_index`.
 //
 // Only the first `rows` of the N rows count: a padded last test batch has fewer real samples.
 #include <cstdint>
@@ -43,10 +45,11 @@ class QualityMeasure {
 
 struct QualitySettings {
   int64_t ignore_index = kDefaultIgnoreIndex;
+  int64_t blank = 0;  // the CTC blank class (cer)
 };
 
 // The measures by name, for help texts and errors: accuracy, top<k> (k >= 1, e.g. top5),
-// exact_match, perplexity, mse, mae.
+// exact_match, perplexity, mse, mae, cer.
 std::vector<std::string> quality_measure_names();
 
 // InvalidArgument naming the known measures for an unknown name.

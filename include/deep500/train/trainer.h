@@ -53,6 +53,7 @@ struct TrainingOptions {
   // target's measure joins them when missing.
   std::vector<std::string> quality = {"accuracy"};
   int64_t ignore_index = kDefaultIgnoreIndex;  // the label of positions the measures skip
+  int64_t blank = 0;                           // the CTC blank class (cer)
   // Stop at the first test pass that meets it; none: train to a limit.
   std::optional<QualityTarget> target;
   double time_limit_s = 0;  // stop when training time exceeds it; 0: no limit

@@ -26,9 +26,48 @@ void check_free(const Network& network, const std::string& name) {
                "network '{}' already has a tensor or node named '{}'", network.name(), name);
 }
 
+// CTCLoss wants [T, N, C] log-probabilities and every length: the steps from the prediction's
+// shape, each target's length counted from its labels before the padding.
+void append_ctc(Network& network, const std::string& prediction, const TensorDesc& d, const LossHeadOptions& o) {
+  D5_CHECK_ARG(d.shape.rank() == 3 && d.dtype == DType::f32,
+               "output '{}' of network '{}' is {}; the ctc head needs f32 per-step class scores [batch, steps, "
+               "classes]",
+               prediction, network.name(), d.to_string());
+  D5_CHECK_ARG(o.label_shape.size() == 1 && o.label_shape[0] >= 1,
+               "the ctc head needs the label sequences' padded length S (label_shape {{S}}), got {} dimensions",
+               o.label_shape.size());
+  const int64_t n = d.shape[0], steps = d.shape[1];
+  D5_CHECK_ARG(o.blank >= 0 && o.blank < d.shape[2], "the ctc head's blank class {} is outside [0, {})", o.blank,
+               d.shape[2]);
+  const std::string p = o.loss + "/";
+  for (const char* t : {"steps", "log_probs", "ignore", "padding", "labelled", "labelled_i64", "axes",
+                        "target_lengths", "input_lengths"})
+    check_free(network, p + t);
+  network.add_input(o.labels, TensorDesc{DType::i64, Shape{n, o.label_shape[0]}});
+  Tensor lengths(DType::i64, Shape{n});
+  lengths.fill(static_cast<double>(steps));
+  network.feed_tensor(p + "input_lengths", lengths);
+  network.feed_tensor(p + "ignore", Tensor::from_values<int64_t>(Shape{}, {o.ignore_index}));
+  network.feed_tensor(p + "axes", Tensor::from_values<int64_t>(Shape{1}, {1}));
+  network.add_node({p + "steps", "Transpose", "", Attributes{{"perm", std::vector<int64_t>{1, 0, 2}}}, {prediction},
+                    {p + "steps"}});
+  network.add_node({p + "log_probs", "LogSoftmax", "", Attributes{{"axis", int64_t{2}}}, {p + "steps"},
+                    {p + "log_probs"}});
+  network.add_node({p + "padding", "Equal", "", {}, {o.labels, p + "ignore"}, {p + "padding"}});
+  network.add_node({p + "labelled", "Not", "", {}, {p + "padding"}, {p + "labelled"}});
+  network.add_node({p + "labelled_i64", "Cast", "", Attributes{{"to", int64_t{7}}}, {p + "labelled"},
+                    {p + "labelled_i64"}});  // 7: ONNX's INT64
+  network.add_node({p + "target_lengths", "ReduceSum", "", Attributes{{"keepdims", int64_t{0}}},
+                    {p + "labelled_i64", p + "axes"}, {p + "target_lengths"}});
+  network.add_node({o.loss, "CTCLoss", "",
+                    Attributes{{"blank", o.blank}, {"reduction", std::string("mean")}, {"zero_infinity", int64_t{1}}},
+                    {p + "log_probs", o.labels, p + "input_lengths", p + "target_lengths"},
+                    {o.loss}});
+}
+
 }  // namespace
 
-std::vector<std::string> loss_head_names() { return {"softmax-ce", "sequence-ce", "mse"}; }
+std::vector<std::string> loss_head_names() { return {"softmax-ce", "sequence-ce", "mse", "ctc"}; }
 
 LossHead append_loss_head(Network& network, const std::string& kind, const LossHeadOptions& o) {
   const std::vector<std::string> known = loss_head_names();
@@ -60,6 +99,9 @@ LossHead append_loss_head(Network& network, const std::string& kind, const LossH
     mean.set("ignore_index", o.ignore_index);
     network.add_node({o.loss, "SoftmaxCrossEntropyLoss", "", mean, {scores, o.labels}, {o.loss}});
     head.quality = {"accuracy", "perplexity"};
+  } else if (kind == "ctc") {
+    append_ctc(network, prediction, d, o);
+    head.quality = {"cer"};
   } else {
     D5_CHECK_ARG(d.shape.rank() >= 1 && d.dtype == DType::f32,
                  "output '{}' of network '{}' is {}; the mse head needs an f32 prediction [batch, ...]", prediction,
@@ -73,7 +115,10 @@ LossHead append_loss_head(Network& network, const std::string& kind, const LossH
 }
 
 LossHead append_softmax_cross_entropy(Network& network, const std::string& labels, const std::string& loss) {
-  return append_loss_head(network, "softmax-ce", LossHeadOptions{labels, loss});
+  LossHeadOptions o;
+  o.labels = labels;
+  o.loss = loss;
+  return append_loss_head(network, "softmax-ce", o);
 }
 
 }  // namespace d5

@@ -1,7 +1,8 @@
-// Quality measures over class scores (accuracy, top-k, exact match, perplexity) and regression
-// predictions (mse, mae); the layouts are in quality.h.
+// Quality measures over class scores (accuracy, top-k, exact match, perplexity), regression
+// predictions (mse, mae) and CTC outputs (cer); the layouts are in quality.h.
 #include "deep500/train/quality.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -195,10 +196,78 @@ class RegressionError : public QualityMeasure {
   int64_t count_ = 0;
 };
 
+// Levenshtein distance: the fewest insertions, deletions and substitutions turning a into b.
+int64_t edit_distance(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  std::vector<int64_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = static_cast<int64_t>(j);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    int64_t diagonal = row[0];
+    row[0] = static_cast<int64_t>(i);
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const int64_t above = row[j];
+      row[j] = std::min({above + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// Character (token) error rate of greedy CTC decoding: the edits between each row's decoded
+// sequence and its label sequence, summed, over the summed label lengths (a corpus rate, as
+// speech benchmarks report it; insertions can take it above 1).
+class CtcErrorRate : public QualityMeasure {
+ public:
+  explicit CtcErrorRate(const QualitySettings& s) : ignore_(s.ignore_index), blank_(s.blank) {}
+  std::string name() const override { return "cer"; }
+  std::string unit() const override { return ""; }
+  bool higher_is_better() const override { return false; }
+  double lowest() const override { return 0; }
+  double highest() const override { return kInf; }
+  void reset() override { edits_ = reference_ = 0; }
+  double value() const override { return ratio(static_cast<double>(edits_), static_cast<double>(reference_)); }
+  void observe(const Tensor& prediction, const Tensor& labels, int64_t rows) override {
+    check_rows(name(), prediction, rows);
+    const Shape& ps = prediction.shape();
+    D5_CHECK_ARG(prediction.dtype() == DType::f32 && ps.rank() == 3,
+                 "cer: needs f32 per-step class scores [N, T, C], got {}", prediction.desc().to_string());
+    D5_CHECK_ARG((labels.dtype() == DType::i64 || labels.dtype() == DType::i32) && labels.shape().rank() == 2 &&
+                     labels.shape()[0] == ps[0],
+                 "cer: scores {} need integer label sequences [{}, S], got {}", ps.to_string(), ps[0],
+                 labels.desc().to_string());
+    const int64_t steps = ps[1], classes = ps[2], length = labels.shape()[1];
+    D5_CHECK_ARG(blank_ >= 0 && blank_ < classes, "cer: the blank class {} is outside [0, {})", blank_, classes);
+    const float* x = prediction.data_as<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<int64_t> decoded, reference;
+      int64_t previous = -1;
+      for (int64_t t = 0; t < steps; ++t) {
+        const float* scores = x + (r * steps + t) * classes;
+        const auto best = static_cast<int64_t>(std::max_element(scores, scores + classes) - scores);
+        if (best != previous && best != blank_) decoded.push_back(best);
+        previous = best;
+      }
+      for (int64_t i = 0; i < length; ++i) {
+        const auto label = static_cast<int64_t>(labels.get(r * length + i));
+        if (label == ignore_) continue;
+        D5_CHECK_ARG(label >= 0 && label < classes && label != blank_,
+                     "cer: label {} at row {}, position {} is not a class in [0, {}) other than the blank {}", label,
+                     r, i, classes, blank_);
+        reference.push_back(label);
+      }
+      edits_ += edit_distance(decoded, reference);
+      reference_ += static_cast<int64_t>(reference.size());
+    }
+  }
+
+ private:
+  int64_t ignore_, blank_;
+  int64_t edits_ = 0, reference_ = 0;
+};
+
 }  // namespace
 
 std::vector<std::string> quality_measure_names() {
-  return {"accuracy", "top<k>", "exact_match", "perplexity", "mse", "mae"};
+  return {"accuracy", "top<k>", "exact_match", "perplexity", "mse", "mae", "cer"};
 }
 
 std::unique_ptr<QualityMeasure> make_quality_measure(const std::string& name, const QualitySettings& settings) {
@@ -211,6 +280,7 @@ std::unique_ptr<QualityMeasure> make_quality_measure(const std::string& name, co
   if (name == "exact_match") return std::make_unique<ExactMatch>(settings);
   if (name == "perplexity") return std::make_unique<Perplexity>(settings);
   if (name == "mse" || name == "mae") return std::make_unique<RegressionError>(name == "mse");
+  if (name == "cer") return std::make_unique<CtcErrorRate>(settings);
   D5_THROW(InvalidArgument, "unknown quality measure '{}' (known: {})", name, fmt::join(quality_measure_names(), ", "));
 }
 

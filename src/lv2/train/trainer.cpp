@@ -200,7 +200,7 @@ std::map<std::string, double> Trainer::test_quality() {
   D5_CHECK_ARG(test_set_ != nullptr, "no test set to measure quality on");
   std::vector<std::unique_ptr<QualityMeasure>> measures;
   for (const std::string& name : measures_of(options_))
-    measures.push_back(make_quality_measure(name, QualitySettings{options_.ignore_index}));
+    measures.push_back(make_quality_measure(name, QualitySettings{options_.ignore_index, options_.blank}));
   const int64_t n = test_set_->size();
   D5_CHECK_ARG(n > 0, "test set '{}' is empty", test_set_->name());
   std::vector<int64_t> indices(static_cast<size_t>(batch_));
@@ -286,7 +286,7 @@ TrainingResult Trainer::train() {
   run.time_before = progress_.training_time_s;
   const std::vector<std::string> measures = measures_of(o);
   if (o.train_accuracy_every > 0 && std::find(measures.begin(), measures.end(), "accuracy") != measures.end())
-    run.train_acc = make_quality_measure("accuracy", QualitySettings{o.ignore_index});
+    run.train_acc = make_quality_measure("accuracy", QualitySettings{o.ignore_index, o.blank});
   if (!fire([&](TrainingEvent& e) { return e.before_training(progress_); })) run.stop_for(StopReason::event);
   while (run.stop == StopReason::none) {
     progress_.epoch = position().epoch;

@@ -39,6 +39,24 @@ Network token_classifier(int64_t batch, uint64_t seed) {
   return net;
 }
 
+// The batch of rows `indices` of in-memory samples: features [size, ...sample] and integer
+// labels [size, labels_per_sample].
+Batch fetch_rows(std::span<const int64_t> indices, const std::vector<float>& features, const Shape& sample,
+                 const std::vector<int64_t>& labels, int64_t labels_per_sample) {
+  const auto n = static_cast<int64_t>(indices.size());
+  const int64_t per_sample = sample.numel();
+  std::vector<int64_t> dims{n};
+  for (int64_t d : sample.dims()) dims.push_back(d);
+  Tensor x(DType::f32, Shape(dims));
+  Tensor y(DType::i64, Shape{n, labels_per_sample});
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t i = indices[static_cast<size_t>(r)];
+    std::copy_n(features.begin() + i * per_sample, per_sample, x.data_as<float>() + r * per_sample);
+    std::copy_n(labels.begin() + i * labels_per_sample, labels_per_sample, y.data_as<int64_t>() + r * labels_per_sample);
+  }
+  return {{kDataInput, x}, {kDataLabels, y}};
+}
+
 // Sequences of kPositions tokens of kTokenClasses classes, each token's features a noisy one-hot
 // of its class; sample i has 2 + i % 4 real tokens, the rest padding (label -100, zero features).
 class TokenSet : public Dataset {
@@ -62,16 +80,7 @@ class TokenSet : public Dataset {
   }
   int64_t classes() const override { return kTokenClasses; }
   Batch fetch(std::span<const int64_t> indices) const override {
-    const auto n = static_cast<int64_t>(indices.size());
-    Tensor x(DType::f32, Shape{n, kPositions, kTokenFeatures});
-    Tensor y(DType::i64, Shape{n, kPositions});
-    for (int64_t r = 0; r < n; ++r) {
-      const int64_t i = indices[static_cast<size_t>(r)];
-      std::copy_n(features_.begin() + i * kPositions * kTokenFeatures, kPositions * kTokenFeatures,
-                  x.data_as<float>() + r * kPositions * kTokenFeatures);
-      std::copy_n(labels_.begin() + i * kPositions, kPositions, y.data_as<int64_t>() + r * kPositions);
-    }
-    return {{kDataInput, x}, {kDataLabels, y}};
+    return fetch_rows(indices, features_, Shape{kPositions, kTokenFeatures}, labels_, kPositions);
   }
 
  private:
@@ -115,6 +124,58 @@ Network regressor(int64_t batch) {
   net.add_input(kZooInput, TensorDesc{DType::f32, Shape{batch, 3}});
   net.feed_tensor("W", Tensor(DType::f32, Shape{3, 1}), true);  // zeros
   net.feed_tensor("b", Tensor(DType::f32, Shape{1}), true);
+  net.add_node({"mm", "MatMul", "", {}, {kZooInput, "W"}, {"h"}});
+  net.add_node({"add", "Add", "", {}, {"h", "b"}, {kZooLogits}});
+  net.add_output(kZooLogits);
+  return net;
+}
+
+constexpr int64_t kFrames = 8, kFrameFeatures = 3, kMaxLabels = 3;
+
+// Frame sequences for CTC: 1 to 3 labels from {1, 2}, each spoken for one frame and followed by a
+// silent (blank, class 0) frame, the rest silence; a frame's features are a noisy one-hot of its
+// class. Labels [3], left-aligned, padded with -100.
+class FrameSet : public Dataset {
+ public:
+  FrameSet(int64_t size, uint64_t seed) : size_(size) {
+    RngStream rng(seed, "frames");
+    for (int64_t i = 0; i < size; ++i) {
+      const auto count = 1 + static_cast<int64_t>(rng.below(kMaxLabels));
+      std::vector<int64_t> frames(kFrames, 0);
+      for (int64_t l = 0; l < kMaxLabels; ++l) {
+        const int64_t label = l < count ? 1 + static_cast<int64_t>(rng.below(2)) : kDefaultIgnoreIndex;
+        labels_.push_back(label);
+        if (l < count) frames[static_cast<size_t>(2 * l)] = label;
+      }
+      for (int64_t t = 0; t < kFrames; ++t)
+        for (int64_t f = 0; f < kFrameFeatures; ++f)
+          features_.push_back(static_cast<float>((f == frames[static_cast<size_t>(t)] ? 2.0 : 0.0) + 0.3 * rng.normal()));
+    }
+  }
+  std::string name() const override { return "frames"; }
+  int64_t size() const override { return size_; }
+  std::map<std::string, TensorDesc> sample_descs() const override {
+    return {{kDataInput, TensorDesc{DType::f32, Shape{kFrames, kFrameFeatures}}},
+            {kDataLabels, TensorDesc{DType::i64, Shape{kMaxLabels}}}};
+  }
+  int64_t classes() const override { return 3; }
+  Batch fetch(std::span<const int64_t> indices) const override {
+    return fetch_rows(indices, features_, Shape{kFrames, kFrameFeatures}, labels_, kMaxLabels);
+  }
+
+ private:
+  int64_t size_;
+  std::vector<float> features_;
+  std::vector<int64_t> labels_;
+};
+
+// input [B, T, F] -> MatMul W [F, 3] -> Add b -> "logits" [B, T, 3]: a classifier per frame.
+Network frame_classifier(int64_t batch, uint64_t seed) {
+  Network net("frames");
+  RngStream rng(seed, "frame-classifier");
+  net.add_input(kZooInput, TensorDesc{DType::f32, Shape{batch, kFrames, kFrameFeatures}});
+  net.feed_tensor("W", random_tensor(Shape{kFrameFeatures, 3}, rng, 0.1), true);
+  net.feed_tensor("b", Tensor(DType::f32, Shape{3}), true);
   net.add_node({"mm", "MatMul", "", {}, {kZooInput, "W"}, {"h"}});
   net.add_node({"add", "Add", "", {}, {"h", "b"}, {kZooLogits}});
   net.add_output(kZooLogits);
@@ -170,6 +231,58 @@ TEST_F(LossHeadTest, MseIsTheMeanSquaredDifference) {
                                          {kZooLabels, Tensor::from_values<float>(Shape{2, 1}, {4, 3})}});
   // predictions 6 and 1 against 4 and 3: (4 + 4) / 2.
   EXPECT_DOUBLE_EQ(out.at(kZooLoss).get(0), 4.0);
+}
+
+// Uniform scores over blank and one label for two steps: a target (1) has the alignments 1 1, b 1
+// and 1 b of probability 1/4 each, so loss ln(4/3); an empty target only b b, loss ln 4. "mean"
+// divides each by its target length (at least 1) and averages over the batch.
+TEST_F(LossHeadTest, CtcCountsTargetLengthsFromThePaddingAndAveragesPerLabel) {
+  Network net("scores");
+  net.add_input(kZooInput, TensorDesc{DType::f32, Shape{2, 2, 2}});
+  net.add_node({"id", "Identity", "", {}, {kZooInput}, {kZooLogits}});
+  net.add_output(kZooLogits);
+  LossHeadOptions o;
+  o.label_shape = {2};
+  const LossHead head = append_loss_head(net, "ctc", o);
+  EXPECT_EQ(head.quality, std::vector<std::string>{"cer"});
+  auto ex = make_executor(net, "reference");
+  const Tensor zeros(DType::f32, Shape{2, 2, 2});
+  const TensorMap out =
+      ex->inference({{kZooInput, zeros}, {kZooLabels, Tensor::from_values<int64_t>(Shape{2, 2}, {1, -100, -100, -100})}});
+  EXPECT_NEAR(out.at(kZooLoss).get(0), (std::log(4.0 / 3) + std::log(4.0)) / 2, 1e-6);
+  // A target of two labels cannot fit two steps with a blank between repeats: zero_infinity.
+  const TensorMap repeat =
+      ex->inference({{kZooInput, zeros}, {kZooLabels, Tensor::from_values<int64_t>(Shape{2, 2}, {1, 1, 1, -100})}});
+  EXPECT_NEAR(repeat.at(kZooLoss).get(0), (0 + std::log(4.0 / 3)) / 2, 1e-6);
+  Network again("scores");
+  again.add_input(kZooInput, TensorDesc{DType::f32, Shape{2, 2, 2}});
+  again.add_node({"id", "Identity", "", {}, {kZooInput}, {kZooLogits}});
+  again.add_output(kZooLogits);
+  EXPECT_THROW(append_loss_head(again, "ctc"), InvalidArgument);  // no label length
+  o.blank = 2;
+  EXPECT_THROW(append_loss_head(again, "ctc", o), InvalidArgument);  // no class 2
+}
+
+TEST_F(LossHeadTest, TrainsAFrameClassifierWithCtcToACerTarget) {
+  Network net = frame_classifier(8, 3);
+  LossHeadOptions ho;
+  ho.label_shape = {kMaxLabels};
+  const LossHead head = append_loss_head(net, "ctc", ho);
+  auto ex = make_executor(net, "reference");
+  const FrameSet train(64, 1), test(20, 2);
+  test::PlainSgd sgd(0.5);
+  test::InOrderSampler sampler(train.size(), 8);
+  TrainingOptions o;
+  o.epochs = 100;
+  o.test_every_steps = 4;
+  o.quality = head.quality;
+  o.target = parse_quality_target("cer<=0.05");
+  const TrainingResult r = test_training(*ex, train, &test, sgd, sampler, o);
+  ASSERT_TRUE(r.reached_target) << "final cer " << r.final_test("cer");
+  const auto& cer = r.test_curve("cer");
+  EXPECT_GT(cer.front().value, 0.05);
+  EXPECT_LE(cer.back().value, 0.05);
+  EXPECT_LT(r.loss.back().value, r.loss.front().value);
 }
 
 TEST_F(LossHeadTest, RefuseNetworksTheyCannotRead) {

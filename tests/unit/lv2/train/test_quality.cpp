@@ -98,6 +98,35 @@ TEST(QualityMeasures, RegressionErrors) {
   EXPECT_THROW(measure("mse", p, Tensor::from_values<int64_t>(Shape{2, 2}, {1, 0, 3, 8})), InvalidArgument);
 }
 
+// Greedy CTC decoding, blank 0: row 0's best classes per step 1 1 0 2 2 decode to (1, 2), row 1's
+// 0 1 0 1 2 to (1, 1, 2): a label repeated across a blank counts twice.
+const Tensor kCtcScores = Tensor::from_values<float>(Shape{2, 5, 3}, {0, 1, 0, 0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 0, 1,  //
+                                                                      1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1});
+
+TEST(QualityMeasures, CerIsTheEditDistanceOfGreedyCtcDecodingOverTheLabels) {
+  // Row 0 (1, 2) against (1, 2): no edit; row 1 (1, 1, 2) against (2, 1, 2): one substitution.
+  const Tensor labels = Tensor::from_values<int64_t>(Shape{2, 3}, {1, 2, -100, 2, 1, 2});
+  EXPECT_DOUBLE_EQ(measure("cer", kCtcScores, labels), (0.0 + 1.0) / (2 + 3));
+  EXPECT_DOUBLE_EQ(measure("cer", kCtcScores, labels, 1), 0.0);
+  // (1, 1, 2) against (1, 2): one deletion; against (2): two deletions.
+  EXPECT_DOUBLE_EQ(measure("cer", kCtcScores, Tensor::from_values<int64_t>(Shape{2, 3}, {1, 2, -100, 1, 2, -100})),
+                   1.0 / 4);
+  EXPECT_DOUBLE_EQ(measure("cer", kCtcScores, Tensor::from_values<int64_t>(Shape{2, 3}, {1, 2, -100, -100, 2, -100})),
+                   2.0 / 3);
+  // Extra decoded labels can take the rate above 1: (1, 2) and (1, 1, 2) against (1) each are one
+  // and two edits over one label.
+  EXPECT_DOUBLE_EQ(measure("cer", kCtcScores, Tensor::from_values<int64_t>(Shape{2, 1}, {1, 1})), 3.0 / 2);
+  // With class 2 as the blank, row 0 decodes to (1, 0).
+  EXPECT_DOUBLE_EQ(measure("cer", kCtcScores, Tensor::from_values<int64_t>(Shape{2, 2}, {1, 0, 1, 0}), 1, {-100, 2}),
+                   0.0);
+  EXPECT_THROW(measure("cer", kCtcScores, Tensor::from_values<int64_t>(Shape{2, 1}, {0, 1})), InvalidArgument);
+  EXPECT_THROW(measure("cer", kCtcScores, Tensor::from_values<int64_t>(Shape{2, 1}, {3, 1})), InvalidArgument);
+  EXPECT_THROW(measure("cer", kScores, kLabels), InvalidArgument);  // not [N, T, C]
+  EXPECT_THROW(measure("cer", kCtcScores, Tensor::from_values<int64_t>(Shape{2}, {1, 1})), InvalidArgument);
+  EXPECT_THROW(measure("cer", kCtcScores, Tensor::from_values<int64_t>(Shape{2, 1}, {1, 1}), -1, {-100, 3}),
+               InvalidArgument);  // no class 3 to be the blank
+}
+
 TEST(QualityMeasures, RefuseWhatTheyCannotRead) {
   EXPECT_THROW(measure("accuracy", kScores, Tensor::from_values<int64_t>(Shape{4}, {0, 3, 0, 0})), InvalidArgument);
   EXPECT_THROW(measure("accuracy", kScores, Tensor::from_values<float>(Shape{4}, {0, 1, 0, 0})), InvalidArgument);
@@ -111,7 +140,7 @@ TEST(QualityMeasures, RefuseWhatTheyCannotRead) {
     make_quality_measure("wer");
     FAIL();
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("known: accuracy, top<k>, exact_match, perplexity, mse, mae"),
+    EXPECT_NE(std::string(e.what()).find("known: accuracy, top<k>, exact_match, perplexity, mse, mae, cer"),
               std::string::npos)
         << e.what();
   }
@@ -168,6 +197,8 @@ TEST(QualityTargets, RefuseTargetsThatCannotMeanWhatTheySay) {
   EXPECT_NE(message("map50>=0.8").find("unknown quality measure 'map50'"), std::string::npos);
   EXPECT_EQ(message("accuracy>=1"), "(accepted)");
   EXPECT_EQ(message("perplexity<=1"), "(accepted)");
+  EXPECT_EQ(message("cer<=0.1"), "(accepted)");
+  EXPECT_NE(message("cer>=0.9").find("better when lower"), std::string::npos);
 }
 
 }  // namespace
