@@ -78,39 +78,46 @@ class ClassScoreMeasure : public QualityMeasure {
   int64_t ignore_;
 };
 
-// The label among the k best scores, per labelled position (k = 1: accuracy).
-class TopK : public ClassScoreMeasure {
+// A fraction in [0, 1] of the things counted (positions, rows) that were right.
+class FractionRight : public ClassScoreMeasure {
  public:
-  TopK(const QualitySettings& s, int64_t k, std::string name) : ClassScoreMeasure(s), k_(k), name_(std::move(name)) {}
-  std::string name() const override { return name_; }
+  using ClassScoreMeasure::ClassScoreMeasure;
   std::string unit() const override { return "fraction"; }
   bool higher_is_better() const override { return true; }
   double lowest() const override { return 0; }
   double highest() const override { return 1; }
-  void reset() override { hits_ = positions_ = 0; }
-  double value() const override { return ratio(static_cast<double>(hits_), static_cast<double>(positions_)); }
+  void reset() override { right_ = counted_ = 0; }
+  double value() const override { return ratio(static_cast<double>(right_), static_cast<double>(counted_)); }
+
+ protected:
+  void count(bool right) {
+    ++counted_;
+    right_ += right ? 1 : 0;
+  }
+
+ private:
+  int64_t right_ = 0, counted_ = 0;
+};
+
+// The label among the k best scores, per labelled position (k = 1: accuracy).
+class TopK : public FractionRight {
+ public:
+  TopK(const QualitySettings& s, int64_t k, std::string name) : FractionRight(s), k_(k), name_(std::move(name)) {}
+  std::string name() const override { return name_; }
 
  private:
   void position(const float* scores, int64_t classes, int64_t label) override {
-    hits_ += rank_of(scores, classes, label) < k_ ? 1 : 0;
-    ++positions_;
+    count(rank_of(scores, classes, label) < k_);
   }
   int64_t k_;
   std::string name_;
-  int64_t hits_ = 0, positions_ = 0;
 };
 
 // Rows whose every labelled position is predicted right; rows without a label are not counted.
-class ExactMatch : public ClassScoreMeasure {
+class ExactMatch : public FractionRight {
  public:
-  using ClassScoreMeasure::ClassScoreMeasure;
+  using FractionRight::FractionRight;
   std::string name() const override { return "exact_match"; }
-  std::string unit() const override { return "fraction"; }
-  bool higher_is_better() const override { return true; }
-  double lowest() const override { return 0; }
-  double highest() const override { return 1; }
-  void reset() override { matched_ = counted_ = 0; }
-  double value() const override { return ratio(static_cast<double>(matched_), static_cast<double>(counted_)); }
 
  private:
   void begin_row() override {
@@ -122,11 +129,9 @@ class ExactMatch : public ClassScoreMeasure {
     all_right_ = all_right_ && rank_of(scores, classes, label) == 0;
   }
   void end_row() override {
-    if (labelled_ == 0) return;
-    ++counted_;
-    matched_ += all_right_ ? 1 : 0;
+    if (labelled_ > 0) count(all_right_);
   }
-  int64_t labelled_ = 0, matched_ = 0, counted_ = 0;
+  int64_t labelled_ = 0;
   bool all_right_ = true;
 };
 

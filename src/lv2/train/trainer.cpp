@@ -79,9 +79,11 @@ void Trainer::check_setup(int64_t source_batch, int64_t source_size) {
   D5_CHECK_ARG(o.epochs >= 0 && o.max_steps >= 0, "epochs ({}) and steps ({}) cannot be negative", o.epochs,
                o.max_steps);
   D5_CHECK_ARG(o.epochs > 0 || o.max_steps > 0, "training needs a limit: a number of epochs or of steps");
-  D5_CHECK_ARG(!o.target || test_set_ != nullptr, "a target ({}) needs a test set", o.target ? o.target->to_string() : "");
+  D5_CHECK_ARG(!o.target || test_set_ != nullptr, "a target ({}) needs a test set",
+               o.target ? o.target->to_string() : "");
   const std::vector<std::string> measures = measures_of(o);
-  D5_CHECK_ARG(!measures.empty() || test_set_ == nullptr, "no quality measure to take in test passes; name at least one (e.g. accuracy)");
+  D5_CHECK_ARG(!measures.empty() || test_set_ == nullptr,
+               "no quality measure to take in test passes; name at least one (e.g. accuracy)");
   for (size_t i = 0; i < measures.size(); ++i) {
     make_quality_measure(measures[i]);  // an unknown name fails here, before any step
     D5_CHECK_ARG(std::find(measures.begin(), measures.begin() + static_cast<std::ptrdiff_t>(i), measures[i]) ==
