@@ -72,19 +72,16 @@ TensorMap DistributedOptimizer::forward_backward(GraphExecutor& executor, const 
 
 void prepare_three_step(ThreeStepOptimizer& optimizer, Network& network) {
   optimizer.new_input();
-  for (const auto& p : network.get_params()) {
-    Tensor t = network.fetch_tensor(p);
-    optimizer.prepare_param(p, t);
-  }
+  std::vector<std::pair<std::string, Tensor>> params;
+  for (const auto& p : network.get_params()) params.emplace_back(p, network.fetch_tensor(p));
+  optimizer.prepare_all(params);
 }
 
 void apply_update_rules(ThreeStepOptimizer& optimizer, Network& network) {
-  for (const auto& [param, grad_name] : network.gradient()) {
-    if (!network.has_value(grad_name)) continue;
-    const Tensor grad = network.fetch_tensor(grad_name);
-    Tensor value = network.fetch_tensor(param);
-    optimizer.update_rule(grad, value, param);
-  }
+  std::vector<ThreeStepOptimizer::ParameterUpdate> updates;
+  for (const auto& [param, grad_name] : network.gradient())
+    if (network.has_value(grad_name)) updates.push_back({network.fetch_tensor(grad_name), network.fetch_tensor(param), param});
+  optimizer.update_all(updates);
 }
 
 }  // namespace d5

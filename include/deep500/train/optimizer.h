@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "deep500/net/graph_executor.h"
@@ -92,6 +93,9 @@ class ThreeStepOptimizer : public Optimizer {
 
   virtual void new_input() {}
   virtual void prepare_param(const std::string& /*name*/, Tensor& /*param*/) {}
+  // prepare_param for each (name, parameter), as step() does before the forward pass: on the host
+  // in one parallel region, on a device in one launch.
+  void prepare_all(std::vector<std::pair<std::string, Tensor>>& params);
   // Updates param in place from its gradient.
   virtual void update_rule(const Tensor& grad, Tensor& param, const std::string& name) = 0;
   // Ends a step driven from outside through the parts above (as step() ends its own): counts it,
@@ -104,7 +108,9 @@ class ThreeStepOptimizer : public Optimizer {
     Tensor grad, param;  // param is updated in place (a handle on the network's buffer)
     std::string name;
   };
-  void update_all(std::vector<ParameterUpdate>& updates);
+  // Parameters on a device are updated there (docs/optimizers.md#on-a-device): the step's updates
+  // go to the device together, in as few launches as it needs.
+  virtual void update_all(std::vector<ParameterUpdate>& updates);
 
  protected:
   using Optimizer::Optimizer;

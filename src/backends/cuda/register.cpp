@@ -67,7 +67,8 @@ std::vector<GpuInfo> enumerate(std::string* reason) {
 }
 }  // namespace
 
-void register_gpu_peak();  // gpu_peak.cpp
+void register_gpu_peak();       // gpu_peak.cpp
+void register_fused_updates();  // fused_updates.cpp
 
 void register_backend() {
   int runtime = 0;
@@ -88,6 +89,7 @@ void register_backend() {
   std::string nvml_reason;
   if (const Nvml* n = nvml(&nvml_reason)) register_runtime_library("nvml", n->version());
   register_device_kind(std::make_shared<CudaAllocator>());
+  register_fused_updates();
   if (b.available) register_gpu_peak();
   d5::register_backend(std::move(b));
 }

@@ -10,6 +10,20 @@
 #include "optim_internal.h"
 
 namespace d5::optim {
+
+void accelegrad_interpolate_kernel(int64_t b, int64_t e, float* __restrict p, const float* __restrict z,
+                                   const AcceleGradScalars& s) {
+  for (int64_t i = b; i < e; ++i) p[i] = s.tau * z[i] + s.rest * p[i];
+}
+
+void accelegrad_step_kernel(int64_t b, int64_t e, const float* __restrict g, float* __restrict p,
+                            float* __restrict z, const AcceleGradScalars& s) {
+  for (int64_t i = b; i < e; ++i) {
+    z[i] = z[i] - s.step_z * g[i];
+    p[i] = p[i] - s.step_y * g[i];
+  }
+}
+
 namespace {
 
 class AcceleGrad final : public WithStateParts<ThreeStepOptimizer> {
@@ -29,46 +43,44 @@ class AcceleGrad final : public WithStateParts<ThreeStepOptimizer> {
   void prepare_param(const std::string& pname, Tensor& param) override {
     if (param.dtype() != DType::f32) return;  // update_rule refuses it with the reason
     const bool first = !z_.has(pname);
-    float* __restrict z = z_.get(pname, param);
-    float* __restrict p = param.data_as<float>();
-    const int64_t n = param.numel();
-    if (first) {
-      std::copy(p, p + n, z);
-      return;  // x_1 = z_0 = y_0
+    FusedUpdate u = update_of(first ? UpdateKind::copy_param : UpdateKind::accelegrad_interpolate, nullptr, param);
+    u.state[0] = z_.get(pname, param);  // x_1 = z_0 = y_0 on the first step
+    u.scalars.accelegrad = AcceleGradScalars{static_cast<float>(1 / alpha_), static_cast<float>(1 - 1 / alpha_), 0, 0};
+    run_update(param.device(), u);
+  }
+
+  // Every gradient's norm first, in one call per device, then the updates.
+  void update_all(std::vector<ParameterUpdate>& updates) override {
+    std::vector<const Tensor*> grads;
+    for (const auto& u : updates) {
+      check_f32(name(), u.name, u.grad, u.param);
+      grads.push_back(&u.grad);
     }
-    const float tau = static_cast<float>(1 / alpha_), rest = static_cast<float>(1 - 1 / alpha_);
-    for_chunks(n, [=](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) p[i] = tau * z[i] + rest * p[i];
-    });
+    const std::vector<double> norms = squared_norms(grads);
+    for (size_t i = 0; i < updates.size(); ++i) norm_of_[updates[i].name] = norms[i];
+    ThreeStepOptimizer::update_all(updates);
+    norm_of_.clear();
   }
 
   void update_rule(const Tensor& grad, Tensor& param, const std::string& pname) override {
     check_f32(name(), pname, grad, param);
-    const float* __restrict g = grad.data_as<float>();
-    float* __restrict p = param.data_as<float>();
-    float* __restrict z = z_.get(pname, param);
-    const int64_t n = param.numel();
-    double norm2 = 0;
-#pragma omp parallel for reduction(+ : norm2) schedule(static) if (n > 4 * kChunk)
-    for (int64_t i = 0; i < n; ++i) norm2 += static_cast<double>(g[i]) * g[i];
+    auto known = norm_of_.find(pname);
+    const double norm2 = known != norm_of_.end() ? known->second : squared_norms({&grad}).front();
     double& sum = squared_sum_[pname];
     sum += alpha_ * alpha_ * norm2;
     const double gb = hyper_.at("gradient_bound");
     const double eta = current_learning_rate() * 2 * hyper_.at("diameter") / std::sqrt(gb * gb + sum);
-    const float step_y = static_cast<float>(eta), step_z = static_cast<float>(alpha_ * eta);
-    for_chunks(n, [=](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        z[i] = z[i] - step_z * g[i];
-        p[i] = p[i] - step_y * g[i];
-      }
-    });
+    FusedUpdate u = update_of(UpdateKind::accelegrad_step, &grad, param);
+    u.state[0] = z_.get(pname, param);
+    u.scalars.accelegrad = AcceleGradScalars{0, 0, static_cast<float>(eta), static_cast<float>(alpha_ * eta)};
+    run_update(param.device(), u);
   }
-
 
  private:
   double alpha_ = 1;
   Buffers z_{"z"};
   Scalars squared_sum_{"squared_sum"};
+  std::map<std::string, double> norm_of_;  // during update_all
 };
 
 }  // namespace

@@ -8,10 +8,6 @@
 
 namespace d5::optim {
 
-struct AdamScalars {
-  float b1, b2, c1, c2, eps, neg_step_size, bc2_sqrt, wd, decay;
-};
-
 // ATen's operations: p.mul_(decay) (adamw); g = g.add(p, wd) (adam); m.mul_(b1).add_(g, 1 - b1);
 // v.mul_(b2).addcmul_(g, g, 1 - b2); denom = v.sqrt() / sqrt(bc2) + eps; p.addcdiv_(m, denom, -step).
 D5_OPTIM_KERNEL void adam_kernel(int64_t b, int64_t e, const float* __restrict g, float* __restrict p,
@@ -65,7 +61,8 @@ class Adam final : public WithStateParts<UpdateRuleOptimizer> {
     const double t = (steps_of_[pname] += 1);
     const double bc1 = 1 - std::pow(beta1, t), bc2 = 1 - std::pow(beta2, t);
     // Scalars are rounded to float once, as ATen converts a Scalar for a float tensor.
-    const AdamScalars sc{static_cast<float>(beta1),
+    FusedUpdate u = update_of(UpdateKind::adam, &grad, param);
+    u.scalars.adam = AdamScalars{static_cast<float>(beta1),
                          static_cast<float>(beta2),
                          static_cast<float>(1 - beta1),
                          static_cast<float>(1 - beta2),
@@ -74,13 +71,10 @@ class Adam final : public WithStateParts<UpdateRuleOptimizer> {
                          static_cast<float>(std::sqrt(bc2)),
                          decoupled_ ? 0.f : static_cast<float>(wd),
                          decoupled_ ? static_cast<float>(1 - lr * wd) : 1.f};
-    const bool amsgrad = hyper_.at("amsgrad") != 0;
-    const float* g = grad.data_as<float>();
-    float* p = param.data_as<float>();
-    float* m = exp_avg_.get(pname, param);
-    float* v = exp_avg_sq_.get(pname, param);
-    float* vmax = amsgrad ? max_exp_avg_sq_.get(pname, param) : nullptr;
-    for_chunks(param.numel(), [=](int64_t b, int64_t e) { adam_kernel(b, e, g, p, m, v, vmax, sc); });
+    u.state[0] = exp_avg_.get(pname, param);
+    u.state[1] = exp_avg_sq_.get(pname, param);
+    u.state[2] = hyper_.at("amsgrad") != 0 ? max_exp_avg_sq_.get(pname, param) : nullptr;
+    run_update(param.device(), u);
   }
 
  private:

@@ -11,7 +11,8 @@ namespace d5::optim {
 // ATen's operations: g = g.add(p, wd); sum.addcmul_(g, g, 1); std = sum.sqrt() + eps;
 // p.addcdiv_(g, std, -clr).
 D5_OPTIM_KERNEL void adagrad_kernel(int64_t b, int64_t e, const float* __restrict g, float* __restrict p,
-                                    float* __restrict sum, float neg_clr, float wd, float eps) {
+                                    float* __restrict sum, const AdagradScalars& s) {
+  const float neg_clr = s.neg_clr, wd = s.wd, eps = s.eps;
   for (int64_t i = b; i < e; ++i) {
     const float gi = wd != 0 ? madd(g[i], p[i], wd) : g[i];
     const float si = sum[i] + gi * gi;
@@ -19,10 +20,6 @@ D5_OPTIM_KERNEL void adagrad_kernel(int64_t b, int64_t e, const float* __restric
     p[i] = p[i] + neg_clr * gi / (std::sqrt(si) + eps);
   }
 }
-
-struct RmsPropScalars {
-  float neg_lr, alpha, c, wd, eps, mu;
-};
 
 // ATen's operations: g = g.add(p, wd); a.mul_(alpha).addcmul_(g, g, 1 - alpha);
 // centered: ga.mul_(alpha).add_(g, 1 - alpha), avg = a.addcmul(ga, ga, -1).sqrt_() + eps, else
@@ -69,12 +66,11 @@ class Adagrad final : public WithStateParts<UpdateRuleOptimizer> {
     check_f32(name(), pname, grad, param);
     const double t = (steps_of_[pname] += 1);
     const float clr = static_cast<float>(current_learning_rate() / (1 + (t - 1) * hyper_.at("lr_decay")));
-    const float wd = static_cast<float>(hyper_.at("weight_decay"));
-    const float eps = static_cast<float>(hyper_.at("eps"));
-    const float* g = grad.data_as<float>();
-    float* p = param.data_as<float>();
-    float* sum = sum_.get(pname, param, hyper_.at("initial_accumulator_value"));
-    for_chunks(param.numel(), [=](int64_t b, int64_t e) { adagrad_kernel(b, e, g, p, sum, -clr, wd, eps); });
+    FusedUpdate u = update_of(UpdateKind::adagrad, &grad, param);
+    u.scalars.adagrad =
+        AdagradScalars{-clr, static_cast<float>(hyper_.at("weight_decay")), static_cast<float>(hyper_.at("eps"))};
+    u.state[0] = sum_.get(pname, param, hyper_.at("initial_accumulator_value"));
+    run_update(param.device(), u);
   }
 
 
@@ -105,13 +101,12 @@ class RmsProp final : public WithStateParts<UpdateRuleOptimizer> {
     const float eps = static_cast<float>(hyper_.at("eps"));
     const float mu = static_cast<float>(hyper_.at("momentum"));
     const bool centered = hyper_.at("centered") != 0;
-    const RmsPropScalars sc{-lr, alpha, c, wd, eps, mu};
-    const float* g = grad.data_as<float>();
-    float* p = param.data_as<float>();
-    float* a = square_avg_.get(pname, param);
-    float* ga = centered ? grad_avg_.get(pname, param) : nullptr;
-    float* buf = mu > 0 ? momentum_.get(pname, param) : nullptr;
-    for_chunks(param.numel(), [=](int64_t b, int64_t e) { rmsprop_kernel(b, e, g, p, a, ga, buf, sc); });
+    FusedUpdate u = update_of(UpdateKind::rmsprop, &grad, param);
+    u.scalars.rmsprop = RmsPropScalars{-lr, alpha, c, wd, eps, mu};
+    u.state[0] = square_avg_.get(pname, param);
+    u.state[1] = centered ? grad_avg_.get(pname, param) : nullptr;
+    u.state[2] = mu > 0 ? momentum_.get(pname, param) : nullptr;
+    run_update(param.device(), u);
   }
 
 

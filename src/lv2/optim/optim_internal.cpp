@@ -23,6 +23,10 @@ void DeferredChunks::add(int64_t n, Body body) {
   for (int64_t b = 0; b < n; b += kChunk) work_.push_back({bodies_.size() - 1, b, std::min(n, b + kChunk)});
 }
 
+void DeferredChunks::add(Device device, const FusedUpdate& update) {
+  if (update.n > 0) device_work_.emplace_back(device, update);
+}
+
 void DeferredChunks::run() {
   const auto chunks = static_cast<int64_t>(work_.size());
 #pragma omp parallel for schedule(static) if (chunks > 2)
@@ -32,6 +36,28 @@ void DeferredChunks::run() {
   }
   work_.clear();
   bodies_.clear();
+  if (device_work_.empty()) return;
+  // Each device gets its updates in one apply, in the order they were made. Nothing is deferred
+  // meanwhile: a device whose memory is the host's runs its loops inside apply.
+  auto work = std::move(device_work_);
+  device_work_.clear();
+  struct Undefer {
+    DeferredChunks* saved = current_deferred;
+    Undefer() { current_deferred = nullptr; }
+    ~Undefer() { current_deferred = saved; }
+  } undefer;
+  std::vector<bool> done(work.size(), false);
+  for (size_t i = 0; i < work.size(); ++i) {
+    if (done[i]) continue;
+    const Device device = work[i].first;
+    std::vector<FusedUpdate> batch;
+    for (size_t j = i; j < work.size(); ++j) {
+      if (done[j] || !(work[j].first == device)) continue;
+      batch.push_back(work[j].second);
+      done[j] = true;
+    }
+    fused_updates_for(device.kind)->apply(device.index, batch);
+  }
 }
 
 Tensor scalar_tensor(double v) {
@@ -59,25 +85,34 @@ void check_f32(const std::string& optimizer, const std::string& param, const Ten
                "optimizer '{}' updates float32 parameters; '{}' is {} with a {} gradient (cast the network's "
                "parameters to float32)",
                optimizer, param, to_string(value.dtype()), to_string(grad.dtype()));
-  D5_CHECK_ARG(value.device().kind == DeviceKind::cpu && grad.device().kind == DeviceKind::cpu,
-               "optimizer '{}' runs on the host; parameter '{}' is on {}", optimizer, param,
-               value.device().to_string());
+  D5_CHECK_ARG(value.device() == grad.device(), "optimizer '{}': parameter '{}' is on {}, its gradient on {}",
+               optimizer, param, value.device().to_string(), grad.device().to_string());
+  D5_CHECK_ARG(value.device().kind == DeviceKind::cpu || fused_updates_for(value.device().kind) != nullptr,
+               "optimizer '{}' cannot update parameter '{}' on {}: no update kernels are registered for that "
+               "device (they come with its backend); keep the parameters on the host",
+               optimizer, param, value.device().to_string());
 }
 
 float* Buffers::get(const std::string& param, const Tensor& like, double init) {
   auto it = m_.find(param);
   if (it == m_.end()) {
-    Tensor t(TensorDesc{DType::f32, like.shape(), Layout::any});
-    if (init != 0) t.fill(init);
+    const TensorDesc desc{DType::f32, like.shape(), Layout::any};
+    Tensor t(desc, init == 0 ? like.device() : Device::cpu());  // zeroed where it lives
+    if (init != 0) {
+      t.fill(init);
+      t = t.to(like.device());
+    }
     it = m_.emplace(param, std::move(t)).first;
   }
   D5_CHECK_ARG(it->second.shape() == like.shape(), "optimizer state '{}' of '{}' has shape {}, the parameter {}",
                name_, param, it->second.shape().to_string(), like.shape().to_string());
-  return it->second.data_as<float>();
+  // State loaded from a checkpoint is on the host; it follows its parameter once.
+  if (!(it->second.device() == like.device())) it->second = it->second.to(like.device());
+  return static_cast<float*>(it->second.data());  // a device's memory when the parameter is there
 }
 
 void Buffers::save(OptimizerState& s) const {
-  for (const auto& [p, t] : m_) s[name_ + "/" + p] = t.clone();
+  for (const auto& [p, t] : m_) s[name_ + "/" + p] = t.device() == Device::cpu() ? t.clone() : t.to(Device::cpu());
 }
 
 void Buffers::load(const OptimizerState& s) {

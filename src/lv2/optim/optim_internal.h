@@ -8,9 +8,11 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "deep500/core/error.h"
+#include "deep500/spi/fused_update.h"
 #include "deep500/train/optimizer.h"
 
 namespace d5::optim {
@@ -22,7 +24,8 @@ double scalar_of(const OptimizerState& state, const std::string& key, const std:
 // The tensor under `key`; InvalidArgument naming the optimizer and key when absent.
 const Tensor& state_entry(const OptimizerState& state, const std::string& key, const std::string& optimizer);
 
-// InvalidArgument unless grad and param are float32 tensors of one shape on the host.
+// InvalidArgument unless grad and param are float32 tensors on one device: the host, or a device
+// whose kind has the built-in rules (spi/fused_update.h).
 void check_f32(const std::string& optimizer, const std::string& param, const Tensor& grad, const Tensor& param_value);
 
 // A piece of an optimizer's state that saves itself under its own key prefix.
@@ -98,6 +101,8 @@ class DeferredChunks {
   DeferredChunks(const DeferredChunks&) = delete;
   DeferredChunks& operator=(const DeferredChunks&) = delete;
   void add(int64_t n, Body body);
+  // A device's update, launched in run() with the other updates of its device.
+  void add(Device device, const FusedUpdate& update);
   void run();
   static DeferredChunks* current();
 
@@ -108,6 +113,7 @@ class DeferredChunks {
   };
   std::vector<Body> bodies_;
   std::vector<Work> work_;
+  std::vector<std::pair<Device, FusedUpdate>> device_work_;
   DeferredChunks* outer_;
 };
 
@@ -138,6 +144,36 @@ void for_chunks(int64_t n, const Body& body) {
 #endif
 // self + alpha * other, rounded once.
 inline float madd(float self, float other, float alpha) { return std::fma(other, alpha, self); }
+
+// The host's element loops of each rule over [b, e), defined beside the rule (with D5_OPTIM_KERNEL
+// there: declared without it, a call binds to the clones' resolver the definition exports).
+void sgd_kernel(int64_t b, int64_t e, const float* g, float* p, float* v, const SgdScalars& s);
+void adam_kernel(int64_t b, int64_t e, const float* g, float* p, float* m, float* v, float* vmax,
+                                 const AdamScalars& s);
+void adagrad_kernel(int64_t b, int64_t e, const float* g, float* p, float* sum,
+                                    const AdagradScalars& s);
+void rmsprop_kernel(int64_t b, int64_t e, const float* g, float* p, float* a, float* ga, float* buf,
+                                    const RmsPropScalars& s);
+void accelegrad_interpolate_kernel(int64_t b, int64_t e, float* p, const float* z, const AcceleGradScalars& s);
+void accelegrad_step_kernel(int64_t b, int64_t e, const float* g, float* p, float* z, const AcceleGradScalars& s);
+
+// The record of one update of `param` by `grad` (g null when the kind reads no gradient); the
+// rule adds its state buffers and scalars.
+inline FusedUpdate update_of(UpdateKind kind, const Tensor* grad, Tensor& param) {
+  FusedUpdate u;
+  u.kind = kind;
+  u.n = param.numel();
+  u.g = grad ? static_cast<const float*>(grad->data()) : nullptr;  // check_f32 checked the dtypes;
+  u.p = static_cast<float*>(param.data());                           // the memory may be a device's
+  return u;
+}
+
+// Runs one update where its tensors live (`device`): on the host with the element loops above, on
+// a device through its FusedUpdates; under a DeferredChunks both wait for its run().
+void run_update(Device device, const FusedUpdate& update);
+// Each tensor's sum of squares in double, on the host or on the tensors' devices (one call per
+// device).
+std::vector<double> squared_norms(const std::vector<const Tensor*>& tensors);
 
 // Factories of the reference optimizers, registered by register_builtin_optimizers().
 std::unique_ptr<Optimizer> make_sgd(const Hyperparameters& h, const std::string& variant);  // sgd|momentum|nesterov

@@ -63,11 +63,9 @@ void Optimizer::load_state(const OptimizerState& state) {
 TensorMap ThreeStepOptimizer::step(GraphExecutor& executor, const TensorMap& feeds, const std::string& loss) {
   Network& network = executor.network();
   new_input();
-  const std::vector<std::string> params = network.get_params();
-  for (const auto& p : params) {
-    Tensor t = network.fetch_tensor(p);
-    prepare_param(p, t);
-  }
+  std::vector<std::pair<std::string, Tensor>> params;
+  for (const auto& p : network.get_params()) params.emplace_back(p, network.fetch_tensor(p));
+  prepare_all(params);
   TensorMap outputs = executor.inference_and_backprop(feeds, loss);
   run_gradient_hook(network);
   // A parameter the network holds no gradient for is skipped, as torch.optim skips parameters whose
@@ -85,6 +83,12 @@ TensorMap ThreeStepOptimizer::step(GraphExecutor& executor, const TensorMap& fee
   update_all(updates);
   count_step();
   return outputs;
+}
+
+void ThreeStepOptimizer::prepare_all(std::vector<std::pair<std::string, Tensor>>& params) {
+  optim::DeferredChunks one_region;
+  for (auto& [name, param] : params) prepare_param(name, param);
+  one_region.run();
 }
 
 void ThreeStepOptimizer::update_all(std::vector<ParameterUpdate>& updates) {

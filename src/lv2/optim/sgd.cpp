@@ -7,11 +7,6 @@
 
 namespace d5::optim {
 
-struct SgdScalars {
-  float neg_lr, wd, mu, damp;
-  bool nesterov, first;
-};
-
 // ATen's operations: d = g.add(p, wd); buf.mul_(mu).add_(d, 1 - dampening); d.add(buf, mu);
 // p.add_(d, -lr).
 D5_OPTIM_KERNEL void sgd_kernel(int64_t b, int64_t e, const float* __restrict g, float* __restrict p,
@@ -51,13 +46,15 @@ class Sgd final : public WithStateParts<UpdateRuleOptimizer> {
   void update_rule(const Tensor& grad, Tensor& param, const std::string& pname) override {
     check_f32(name_, pname, grad, param);
     const double mu = hyper_.at("momentum");
-    const SgdScalars sc{static_cast<float>(-current_learning_rate()), static_cast<float>(hyper_.at("weight_decay")),
-                        static_cast<float>(mu), static_cast<float>(1.0 - hyper_.at("dampening")),
-                        name_ == "nesterov", mu != 0 && !momentum_.has(pname)};
-    float* v = mu != 0 ? momentum_.get(pname, param) : nullptr;
-    const float* g = grad.data_as<float>();
-    float* p = param.data_as<float>();
-    for_chunks(param.numel(), [=](int64_t b, int64_t e) { sgd_kernel(b, e, g, p, v, sc); });
+    FusedUpdate u = update_of(UpdateKind::sgd, &grad, param);
+    u.scalars.sgd = SgdScalars{static_cast<float>(-current_learning_rate()),
+                               static_cast<float>(hyper_.at("weight_decay")),
+                               static_cast<float>(mu),
+                               static_cast<float>(1.0 - hyper_.at("dampening")),
+                               name_ == "nesterov",
+                               mu != 0 && !momentum_.has(pname)};
+    u.state[0] = mu != 0 ? momentum_.get(pname, param) : nullptr;
+    run_update(param.device(), u);
   }
 
  private:
