@@ -148,7 +148,7 @@ ForwardCheckResult test_executor_backprop(GraphExecutor& ex, const TensorMap& fe
   // Gradients are stored in the networks, which may be one object: take the reference's first.
   const TensorMap ref = reference.inference_and_backprop(feeds, loss);
   std::map<std::string, Tensor> ref_grads;
-  for (const auto& [p, g] : reference.network().gradient()) ref_grads[g] = reference.network().fetch_tensor(g);
+  for (const auto& [p, g] : reference.network().gradient()) ref_grads[g] = reference.network().fetch_tensor(g).to(Device::cpu());
   const TensorMap actual = ex.inference_and_backprop(feeds, loss);
 
   std::vector<ComparedTensor> compared;
@@ -170,7 +170,7 @@ ForwardCheckResult test_executor_backprop(GraphExecutor& ex, const TensorMap& fe
     if (o.rtol) tol.rtol = *o.rtol;
     if (o.atol) tol.atol = *o.atol;
     compared.push_back(
-        {fmt::format("gradient '{}'", g), compared.size(), g, ex.network().fetch_tensor(g), r, tol});
+        {fmt::format("gradient '{}'", g), compared.size(), g, ex.network().fetch_tensor(g).to(Device::cpu()), r, tol});
   }
   ForwardCheckResult result = finish(compared, subject(ex, &reference), o);
   // A gradient mismatch after forward passes that agree, explained by rounding at a kink, is no

@@ -68,7 +68,16 @@ void register_executor(const std::string& backend, ExecutorFactory factory) {
   executors().add(backend, "", std::move(factory));
 }
 
-std::vector<std::string> executor_backends() { return executors().names(); }
+// Only executors that can run here: a built backend without its device (cuda on a machine
+// without a GPU) keeps its executor registered, so that asking for it names the reason.
+std::vector<std::string> executor_backends() {
+  std::vector<std::string> names;
+  for (const auto& name : executors().names()) {
+    const auto info = find_backend(name);
+    if (!info || info->available) names.push_back(name);
+  }
+  return names;
+}
 
 std::unique_ptr<GraphExecutor> make_executor(Network& network, const std::string& backend,
                                              const ExecutorOptions& options) {
@@ -85,6 +94,8 @@ std::unique_ptr<GraphExecutor> make_executor(Network& network, const std::string
                                       executors().known()));
     throw InvalidArgument(fmt::format("no backend '{}' (executors: {})", backend, executors().known()));
   }
+  if (const auto info = find_backend(backend); info && !info->available)
+    throw Unimplemented(fmt::format("the {} executor cannot run here: {}", backend, info->unavailable_reason));
   return (*factory)(network, options);
 }
 

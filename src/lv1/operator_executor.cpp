@@ -13,6 +13,7 @@
 #include "deep500/core/error.h"
 #include "deep500/metrics/memory.h"
 #include "deep500/op/op_registry.h"
+#include "deep500/spi/fused_update.h"
 #include "deep500/spi/selective_backward.h"
 
 namespace d5 {
@@ -60,6 +61,22 @@ void accumulate(Tensor& acc, const Tensor& g) {
   }
 }
 
+// acc += g on their device through its FusedUpdates (an f32 sum on one device that has them);
+// false when the sum must be taken on the host.
+bool add_on_device(Tensor& acc, const Tensor& g) {
+  if (acc.on_host() || !(acc.device() == g.device()) || acc.dtype() != DType::f32 || g.dtype() != DType::f32)
+    return false;
+  FusedUpdates* device = fused_updates_for(acc.device().kind);
+  if (!device) return false;
+  FusedUpdate u;
+  u.kind = UpdateKind::accumulate;
+  u.n = acc.numel();
+  u.g = static_cast<const float*>(g.data());
+  u.p = static_cast<float*>(acc.data());
+  device->apply(acc.device().index, {&u, 1});
+  return true;
+}
+
 std::string describe_refusals(const std::vector<Refusal>& refusals) {
   std::string s;
   for (const auto& r : refusals)
@@ -98,6 +115,9 @@ struct OperatorExecutor::Plan {
   // are what steps point at instead of the nodes' own.
   std::vector<Placement> placements;
   std::vector<std::unique_ptr<Operator>> variants;
+  // The loss's upstream gradient (ones), made once on the device of the loss's producer: its
+  // backward reads it and never writes it.
+  mutable Tensor loss_seed;
 };
 
 OperatorExecutor::OperatorExecutor(Network& network, std::string name, std::vector<std::string> backends,
@@ -245,6 +265,21 @@ void plan_lifetimes(std::vector<Step>& steps, const std::vector<Slot>& slots, co
 
 }  // namespace
 
+// A parameter whose readers all run on one device other than the host lives there
+// (OperatorExecutorOptions::resident_parameters).
+void OperatorExecutor::place_parameters(Plan& p) const {
+  std::vector<std::optional<Device>> device(p.slots.size());
+  std::vector<bool> mixed(p.slots.size(), false);
+  for (const Step& st : p.steps)
+    for (int s : st.in) {
+      if (s < 0 || p.slots[s].kind != SlotKind::Param) continue;
+      if (device[s] && !(*device[s] == st.device)) mixed[s] = true;
+      device[s] = st.device;
+    }
+  for (const auto& [name, id] : p.params)
+    if (device[id] && !mixed[id] && !(*device[id] == Device::cpu())) p.placements[id].device = *device[id];
+}
+
 OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) const {
   const Network& net = network_;
   if (!loss.empty()) check_loss(net, loss);
@@ -282,6 +317,7 @@ OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) con
   for (const Step& st : p.steps)
     for (int o : st.out)
       if (o >= 0) p.placements[o].device = st.device;
+  if (options_.resident_parameters) place_parameters(p);
   if (loss.empty() && options_.native_layouts) plan_layouts(p);
   if (!loss.empty()) plan_backward(p);
   plan_lifetimes(p.steps, p.slots, p.keep_to_end);
@@ -492,7 +528,15 @@ TensorMap OperatorExecutor::run(const TensorMap& feeds, const std::string& loss)
   const bool rss = options_.measure_rss && reset_peak_rss();
   Call c(p, options_.free_dead_tensors);
   for (const auto& [name, id] : p.feeds) c.env[id] = feeds.at(name);
-  for (const auto& [name, id] : p.params) c.env[id] = net.fetch_tensor(name);
+  for (const auto& [name, id] : p.params) {
+    c.env[id] = net.fetch_tensor(name);
+    // A resident parameter moves once; the network holds it where its readers run from now on.
+    const Device home = p.placements[id].device;
+    if (options_.resident_parameters && !(c.env[id].device() == home)) {
+      c.env[id] = c.to(c.env[id], home);
+      net.feed_tensor(name, c.env[id]);
+    }
+  }
   for (const auto& [id, value] : p.constants) c.env[id] = value;
 
   fire_before_executor(feeds);
@@ -540,8 +584,13 @@ bool OperatorExecutor::forward_pass(Call& c) {
 bool OperatorExecutor::backward_pass(Call& c) {
   const Plan& p = c.p;
   c.grads.assign(p.slots.size(), Tensor());
-  c.grads[p.loss_slot] = Tensor(p.slots[p.loss_slot].desc);
-  c.grads[p.loss_slot].fill(1.0);
+  const Device loss_device = p.placements[p.loss_slot].device;
+  if (!p.loss_seed.defined() || !(p.loss_seed.device() == loss_device)) {
+    Tensor ones(p.slots[p.loss_slot].desc);
+    ones.fill(1.0);
+    p.loss_seed = c.to(ones, loss_device);
+  }
+  c.grads[p.loss_slot] = p.loss_seed;
   c.hold(static_cast<int64_t>(c.grads[p.loss_slot].bytes()));
   for (size_t k = p.steps.size(); k-- > 0;) {
     const Step& st = p.steps[k];
@@ -596,7 +645,11 @@ bool OperatorExecutor::backward_step(Call& c, size_t k) {
         acc = grad_ins[i];
         continue;
       }
-      // Sums are taken on the host: a device without an add of its own gets its gradient back.
+      if (add_on_device(acc, grad_ins[i])) {
+        c.release(grad_ins[i]);
+        continue;
+      }
+      // Elsewhere sums are taken on the host: the gradient comes back.
       if (!acc.on_host()) {
         Tensor host = c.to(acc, Device::cpu());
         c.release(acc);
@@ -620,9 +673,14 @@ TensorMap OperatorExecutor::publish_gradients(Call& c) {
   TensorMap gradients;
   for (const auto& [param, grad_name] : net.gradient()) {
     Tensor g;
-    if (auto it = param_slot.find(param); it != param_slot.end()) g = c.grads[it->second];
-    if (!g.defined()) g = Tensor(net.desc(param));
-    g = c.to(g, Device::cpu());
+    // A resident parameter's gradient stays beside it; the others go to the host.
+    Device home = Device::cpu();
+    if (auto it = param_slot.find(param); it != param_slot.end()) {
+      g = c.grads[it->second];
+      if (options_.resident_parameters) home = c.p.placements[it->second].device;
+    }
+    if (!g.defined()) g = Tensor(net.desc(param), home);
+    g = c.to(g, home);
     net.feed_tensor(grad_name, g);
     gradients[grad_name] = g;
   }

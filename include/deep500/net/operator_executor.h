@@ -43,6 +43,12 @@ struct OperatorExecutorOptions {
   // tensor leaves them. Off: every operator exchanges plain row-major tensors. Training steps
   // always exchange plain tensors.
   bool native_layouts = true;
+  // A parameter whose readers all run on one device other than the host moves there at the first
+  // call and stays: the network then holds it on that device, its gradient is summed and
+  // published there, and an optimizer updates it there (optimizers.md#on-a-device). Steady-state
+  // steps then copy only the feeds that arrive from the host and the outputs the caller reads.
+  // Off: parameters and gradients live on the host and cross to the device every call.
+  bool resident_parameters = false;
 };
 
 // Where the tensors one node exchanges in a plan live, per input and output ("" where absent):
@@ -105,6 +111,7 @@ class OperatorExecutor : public GraphExecutor {
   std::vector<const Node*> nodes_needed(const std::string& loss) const;
   void plan_backward(Plan& p) const;
   void plan_layouts(Plan& p) const;
+  void place_parameters(Plan& p) const;
   TensorMap run(const TensorMap& feeds, const std::string& loss);
   struct Call;
   bool forward_pass(Call& c);  // false when an event asked to stop

@@ -15,6 +15,7 @@ enum class UpdateKind : int32_t {
   accelegrad_interpolate,  // p = tau * z + rest * p, state[0]: z; g unused
   accelegrad_step,         // z = z - step_z * g; p = p - step_y * g, state[0]: z
   copy_param,              // state[0] = p; g unused
+  accumulate,              // p = p + g: an executor's gradient sums where the gradients live
 };
 
 struct SgdScalars {

@@ -69,6 +69,7 @@ std::vector<GpuInfo> enumerate(std::string* reason) {
 
 void register_gpu_peak();       // gpu_peak.cpp
 void register_fused_updates();  // fused_updates.cpp
+void register_executor();       // executor.cpp
 
 void register_backend() {
   int runtime = 0;
@@ -76,7 +77,7 @@ void register_backend() {
   set_gpu_enumerator(&enumerate);
   BackendInfo b;
   b.name = "cuda";
-  b.description = "NVIDIA GPUs: operators on cuBLAS, cuDNN and own kernels (cuda:0); no executor yet";
+  b.description = "NVIDIA GPUs: operators on cuBLAS, cuDNN and own kernels, an executor keeping parameters on the device (cuda:0)";
   b.version = version_string(runtime);
   std::string reason;
   if (enumerate(&reason).empty()) {
@@ -113,5 +114,6 @@ void register_operators(OpRegistry& r) {
 
 namespace d5::plugins {
 extern const BackendPlugin cuda;
-const BackendPlugin cuda{"cuda", &d5::cuda::register_backend, &d5::cuda::register_operators, nullptr, nullptr};
+const BackendPlugin cuda{"cuda", &d5::cuda::register_backend, &d5::cuda::register_operators,
+                         &d5::cuda::register_executor, nullptr};
 }  // namespace d5::plugins

@@ -94,7 +94,8 @@ __device__ void rmsprop(const FusedUpdate& u, int64_t b, int64_t e) {
   }
 }
 
-__device__ void accelegrad(const FusedUpdate& u, int64_t b, int64_t e) {
+// AcceleGrad's two steps, the first step's copy, and the executor's gradient sums.
+__device__ void elementwise_steps(const FusedUpdate& u, int64_t b, int64_t e) {
   const AcceleGradScalars s = u.scalars.accelegrad;
   const float* g = u.g;
   float *p = u.p, *z = u.state[0];
@@ -104,6 +105,8 @@ __device__ void accelegrad(const FusedUpdate& u, int64_t b, int64_t e) {
     } else if (u.kind == UpdateKind::accelegrad_step) {
       z[i] = sub(z[i], mul(s.step_z, g[i]));
       p[i] = sub(p[i], mul(s.step_y, g[i]));
+    } else if (u.kind == UpdateKind::accumulate) {
+      p[i] = add(p[i], g[i]);
     } else {
       z[i] = p[i];  // copy_param
     }
@@ -121,7 +124,7 @@ __global__ void __launch_bounds__(kThreads) fused_update_kernel(UpdateBatch batc
     case UpdateKind::adam: adam(u, begin, end); break;
     case UpdateKind::adagrad: adagrad(u, begin, end); break;
     case UpdateKind::rmsprop: rmsprop(u, begin, end); break;
-    default: accelegrad(u, begin, end); break;
+    default: elementwise_steps(u, begin, end); break;
   }
 }
 

@@ -36,6 +36,11 @@ void apply_update_on_host(const FusedUpdate& u) {
         accelegrad_step_kernel(b, e, u.g, u.p, u.state[0], u.scalars.accelegrad);
       });
       return;
+    case UpdateKind::accumulate:
+      for_chunks(u.n, [u](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) u.p[i] = u.p[i] + u.g[i];
+      });
+      return;
     case UpdateKind::copy_param:
       for_chunks(u.n, [u](int64_t b, int64_t e) { std::copy(u.p + b, u.p + e, u.state[0] + b); });
       return;

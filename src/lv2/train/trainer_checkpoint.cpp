@@ -20,7 +20,7 @@ constexpr const char* kOptimizerPrefix = "optimizer/";
 void Trainer::save_checkpoint(const std::string& path) const {
   Network& net = executor_.network();
   std::map<std::string, Tensor> tensors;
-  for (const std::string& p : net.get_params()) tensors[kParamPrefix + p] = net.fetch_tensor(p);
+  for (const std::string& p : net.get_params()) tensors[kParamPrefix + p] = net.fetch_tensor(p).to(Device::cpu());
   for (auto& [k, v] : optimizer_.state()) tensors[kOptimizerPrefix + k] = v;
   const SamplerState s = position();
   const nlohmann::json meta = {{"kind", kKind},

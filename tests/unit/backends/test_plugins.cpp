@@ -41,8 +41,11 @@ TEST(BackendPlugins, EveryBuiltBackendRegistersItsInfoOperatorsAndExecutor) {
         has_ops = has_ops || !OpRegistry::global().implementations(type, p->name).empty();
       EXPECT_TRUE(has_ops);
     }
+    // Its executor is listed exactly where the backend can run (cuda: with a usable GPU).
     if (p->register_executors) {
-      EXPECT_NE(std::find(executors.begin(), executors.end(), p->name), executors.end());
+      const auto info = find_backend(p->name);
+      const bool listed = std::find(executors.begin(), executors.end(), p->name) != executors.end();
+      EXPECT_EQ(listed, !info || info->available);
     }
   }
   // Nothing is registered that no plugin declared.

@@ -12,6 +12,8 @@
 #include "deep500/net/operator_executor.h"
 #include "../backends/backend_test_util.h"
 #include "../test_memory_device.h"
+#include "../test_memory_updates.h"
+#include "deep500/train/optimizer.h"
 #include "executor_test_nets.h"
 
 namespace d5 {
@@ -79,8 +81,10 @@ class ExecutorDevices : public ::testing::Test {
            },
            "the reference kernel on testmem"});
   }
-  static OperatorExecutor on_two_devices(Network& net) {
-    return OperatorExecutor(net, "testdev", {"testdev", "reference"});
+  static OperatorExecutor on_two_devices(Network& net, bool resident = false) {
+    OperatorExecutorOptions o;
+    o.resident_parameters = resident;
+    return OperatorExecutor(net, "testdev", {"testdev", "reference"}, o);
   }
 };
 
@@ -88,6 +92,17 @@ void expect_equal(const Tensor& a, const Tensor& b, const std::string& what) {
   ASSERT_TRUE(a.on_host() && b.on_host()) << what;
   ASSERT_EQ(a.shape(), b.shape()) << what;
   for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.get(i), b.get(i)) << what << " at " << i;
+}
+
+// y = Relu(p) + p, loss = ReduceSum(y): p has two consumers on the device.
+Network two_consumers() {
+  Network net("accumulate");
+  net.feed_tensor("p", Tensor::from_values<float>(Shape{4}, {-1.5f, 0.5f, 2.0f, -0.25f}), true);
+  net.add_node({"relu", "Relu", "", {}, {"p"}, {"a"}});
+  net.add_node({"add", "Add", "", {}, {"a", "p"}, {"y"}});
+  net.add_node({"sum", "ReduceSum", "", Attributes{{"keepdims", int64_t{0}}}, {"y"}, {"loss"}});
+  net.add_output("loss");
+  return net;
 }
 
 TEST_F(ExecutorDevices, PlanPlacesNodesAndNamesTheBoundaries) {
@@ -144,12 +159,7 @@ TEST_F(ExecutorDevices, TrainingStepGradientsEqualTheHostOnlyRun) {
 // y = Relu(p) + p, loss = ReduceSum(y): p's gradient, 1[p > 0] + 1, is the sum of two
 // contributions computed on the device; the executor adds them on the host.
 TEST_F(ExecutorDevices, GradientsFromTwoDeviceConsumersAccumulate) {
-  Network net("accumulate");
-  net.feed_tensor("p", Tensor::from_values<float>(Shape{4}, {-1.5f, 0.5f, 2.0f, -0.25f}), true);
-  net.add_node({"relu", "Relu", "", {}, {"p"}, {"a"}});
-  net.add_node({"add", "Add", "", {}, {"a", "p"}, {"y"}});
-  net.add_node({"sum", "ReduceSum", "", Attributes{{"keepdims", int64_t{0}}}, {"y"}, {"loss"}});
-  net.add_output("loss");
+  Network net = two_consumers();
   OperatorExecutor ex = on_two_devices(net);
   const auto out = ex.inference_and_backprop({}, "loss");
   EXPECT_FLOAT_EQ(static_cast<float>(out.at("loss").get(0)), 0.5f + 2.0f + (-1.5f + 0.5f + 2.0f - 0.25f));
@@ -161,6 +171,78 @@ TEST_F(ExecutorDevices, GradientsFromTwoDeviceConsumersAccumulate) {
   // gradient to the device; the sum of p's two gradients on the host takes both there.
   EXPECT_EQ(ex.layouts("loss")[1].transfers, 1);
   EXPECT_EQ(ex.memory().transfers, 2 + 1 + 2);
+}
+
+// Resident parameters: W1, b1, W2, b2 (read on testmem only) move there at the first call and stay;
+// their gradients are published there. What crosses in a steady-state step is only what must: x,
+// the logits to the host loss and their gradient back.
+TEST_F(ExecutorDevices, ResidentParametersMoveOnceAndOnlyBoundaryValuesCrossAfterwards) {
+  Network net = test::mlp(4, 6, 8, 3);
+  const auto feeds = test::feeds_for(net, 3);
+  ReferenceExecutor host(net);
+  host.inference_and_backprop(feeds, "loss_value");
+  std::map<std::string, Tensor> want;
+  for (const auto& [param, grad] : net.gradient()) want[grad] = net.fetch_tensor(grad).clone();
+  OperatorExecutor ex = on_two_devices(net, true);
+  const auto layouts = ex.layouts("loss_value");
+  EXPECT_EQ(layouts[0].inputs, (std::vector<std::string>{"plain", "testmem:0/plain", "testmem:0/plain"}));
+  EXPECT_EQ(layouts[0].transfers, 1);  // x only
+  EXPECT_EQ(layouts[2].transfers, 0);
+  ex.inference_and_backprop(feeds, "loss_value");
+  // x, the four parameters (once), the logits to the host, their gradient to the device.
+  EXPECT_EQ(ex.memory().transfers, 1 + 4 + 1 + 1);
+  for (const auto& [param, grad] : net.gradient()) {
+    EXPECT_EQ(net.fetch_tensor(param).device(), test::test_memory_device()) << param;
+    ASSERT_EQ(net.fetch_tensor(grad).device(), test::test_memory_device()) << grad;
+    expect_equal(net.fetch_tensor(grad).to(Device::cpu()), want.at(grad), grad);
+  }
+  ex.inference_and_backprop(feeds, "loss_value");
+  EXPECT_EQ(ex.memory().transfers, 1 + 1 + 1);
+  // Without residence the same step copies the parameters in and their gradients out every time.
+  Network again = test::mlp(4, 6, 8, 3);
+  OperatorExecutor visiting = on_two_devices(again);
+  visiting.inference_and_backprop(feeds, "loss_value");
+  visiting.inference_and_backprop(feeds, "loss_value");
+  EXPECT_EQ(visiting.memory().transfers, 1 + 4 + 1 + 1 + 4);
+}
+
+// An optimizer then updates the parameters where they live: training on the two devices equals
+// training on the host bit for bit (the same kernels), and the parameters never come back.
+TEST_F(ExecutorDevices, TrainingWithResidentParametersEqualsTheHost) {
+  test::updates_on_test_memory();
+  Network on_host = test::mlp(4, 6, 8, 3), on_device = test::mlp(4, 6, 8, 3);
+  const auto feeds = test::feeds_for(on_host, 3);
+  ReferenceExecutor host(on_host);
+  OperatorExecutor ex = on_two_devices(on_device, true);
+  auto host_opt = make_optimizer("momentum", {{"lr", 0.1}});
+  auto device_opt = make_optimizer("momentum", {{"lr", 0.1}});
+  for (int step = 0; step < 5; ++step) {
+    host_opt->step(host, feeds, "loss_value");
+    device_opt->step(ex, feeds, "loss_value");
+  }
+  EXPECT_EQ(ex.memory().transfers, 3);
+  for (const auto& param : on_host.get_params()) {
+    ASSERT_EQ(on_device.fetch_tensor(param).device(), test::test_memory_device()) << param;
+    expect_equal(on_device.fetch_tensor(param).to(Device::cpu()), on_host.fetch_tensor(param), param);
+  }
+}
+
+// The two contributions to p's gradient are added on the device when it has update kernels.
+TEST_F(ExecutorDevices, ResidentGradientsFromTwoDeviceConsumersAddOnTheDevice) {
+  auto kernels = test::updates_on_test_memory();
+  Network net = two_consumers();
+  OperatorExecutor ex = on_two_devices(net, true);
+  ex.inference_and_backprop({}, "loss");
+  const int applies = kernels->applies;
+  ex.inference_and_backprop({}, "loss");
+  EXPECT_EQ(kernels->applies - applies, 1);  // the one sum
+  const Tensor g = net.fetch_tensor(net.gradient().at(0).second);
+  ASSERT_EQ(g.device(), test::test_memory_device());
+  const Tensor h = g.to(Device::cpu());
+  const std::vector<double> want{1, 2, 2, 1};
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(h.get(i), want[static_cast<size_t>(i)]) << i;
+  // y to the host, its gradient back; p stays, and so do its two gradients.
+  EXPECT_EQ(ex.memory().transfers, 2);
 }
 
 TEST_F(ExecutorDevices, AnOperatorGivenAHostTensorRefusesIt) {

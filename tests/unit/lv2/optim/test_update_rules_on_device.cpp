@@ -6,42 +6,12 @@
 #include <gtest/gtest.h>
 
 #include "../../device_update_check.h"
-#include "../../test_memory_device.h"
+#include "../../test_memory_updates.h"
 #include "deep500/backends/builtin.h"
 #include "deep500/core/error.h"
-#include "deep500/spi/fused_update.h"
 
 namespace d5 {
 namespace {
-
-class HostLoopsOnTestMemory final : public FusedUpdates {
- public:
-  void apply(int32_t, std::span<const FusedUpdate> updates) override {
-    ++applies;
-    for (const FusedUpdate& u : updates) apply_update_on_host(u);
-  }
-  std::vector<double> squared_norms(int32_t, std::span<const float* const> tensors,
-                                    std::span<const int64_t> sizes) override {
-    ++norm_calls;
-    std::vector<double> out;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      double s = 0;
-      for (int64_t k = 0; k < sizes[i]; ++k) s += static_cast<double>(tensors[i][k]) * tensors[i][k];
-      out.push_back(s);
-    }
-    return out;
-  }
-  int applies = 0, norm_calls = 0;
-};
-
-std::shared_ptr<HostLoopsOnTestMemory> updates_on_test_memory() {
-  static const auto updates = [] {
-    auto u = std::make_shared<HostLoopsOnTestMemory>();
-    register_fused_updates(test::test_memory_device().kind, u);
-    return u;
-  }();
-  return updates;
-}
 
 class UpdateRulesOnDevice : public ::testing::TestWithParam<test::DeviceUpdateCase> {
  protected:
@@ -50,7 +20,7 @@ class UpdateRulesOnDevice : public ::testing::TestWithParam<test::DeviceUpdateCa
 
 TEST_P(UpdateRulesOnDevice, TwentyStepsEqualTheHostWithOneApplyPerStepAndNoCopies) {
   const auto& c = GetParam();
-  auto fused = updates_on_test_memory();
+  auto fused = test::updates_on_test_memory();
   auto memory = test::test_memory_allocator();
   constexpr int kSteps = 20;
   test::UpdateRun device(c, test::test_memory_device(), kSteps), host(c, Device::cpu(), kSteps);
@@ -74,7 +44,7 @@ TEST_P(UpdateRulesOnDevice, TwentyStepsEqualTheHostWithOneApplyPerStepAndNoCopie
 
 TEST_P(UpdateRulesOnDevice, ACheckpointTakenOnTheDeviceResumesThere) {
   const auto& c = GetParam();
-  updates_on_test_memory();
+  test::updates_on_test_memory();
   constexpr int kSteps = 10;
   test::UpdateRun first(c, test::test_memory_device(), kSteps), host(c, Device::cpu(), kSteps);
   for (int s = 0; s < kSteps / 2; ++s) first.step(s);
@@ -109,7 +79,7 @@ TEST(UpdateRulesOnDevice, ADeviceWithoutUpdateKernelsIsRefusedWithTheReason) {
   // A gradient on another device than its parameter is named too.
   test::UpdateRun host(c, Device::cpu(), 1);
   host.grads[0][0] = host.grads[0][0].to(test::test_memory_device());
-  updates_on_test_memory();
+  test::updates_on_test_memory();
   EXPECT_THROW(host.step(0), InvalidArgument);
 }
 
