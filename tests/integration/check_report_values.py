@@ -24,6 +24,7 @@ import glob
 import json
 import math
 import os
+import re
 import statistics
 import sys
 
@@ -170,6 +171,17 @@ def check_throughput(inputs, row):
         fail("throughput", f"{row}: GFLOP {case['extra'].get('flops')}")
 
 
+TIME_FACTORS = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
+axis_time_factor = 1e6  # set per plot from its x axis title, "mean time per call (UNIT)"
+
+
+def set_axis_time_factor(spec):
+    global axis_time_factor
+    title = str(spec.get("encoding", {}).get("x", {}).get("title", ""))
+    m = re.search(r"\((s|ms|us|ns)\)$", title)
+    axis_time_factor = TIME_FACTORS[m.group(1)] if m else 1e6
+
+
 def check_breakdown(inputs, row):
     cases = [c for _, c in inputs.cases if c.get("name") == row["case"] and "breakdown" in c.get("extra", {})]
     if len(cases) != 1:
@@ -183,8 +195,9 @@ def check_breakdown(inputs, row):
         nodes = [n for n in b["nodes"] if n["op_type"] == op and n.get("pass", "forward") == rest.rstrip(")")]
         seconds = sum(n["seconds"] for n in nodes)
     percent = 100 * seconds / b["executor_seconds"]
+    # "time" is in the unit the x axis names (the report picks s, ms, us or ns by the median call).
     if row["nodes"] == len(nodes) and close(row["seconds"], seconds, 1e-6) and \
-            close(row["time"], seconds * 1e6, 1e-6) and close(row["percent"], percent, 1e-6):
+            close(row["time"], seconds * axis_time_factor, 1e-6) and close(row["percent"], percent, 1e-6):
         count("breakdown")
     else:
         fail("breakdown", f"{row}: {len(nodes)} nodes, {seconds} s in the file")
@@ -308,6 +321,7 @@ def main():
         if not rows:
             continue
         keys = set(rows[0])
+        set_axis_time_factor(spec)
         if "kind" in keys:
             check_violin(inputs, rows)
         elif "panel" in keys:
