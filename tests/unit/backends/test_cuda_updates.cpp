@@ -38,7 +38,7 @@ TEST_P(CudaUpdateRules, TwentyStepsEqualTheHostWithinOneInAHundredThousand) {
 INSTANTIATE_TEST_SUITE_P(Rules, CudaUpdateRules, ::testing::ValuesIn(test::device_update_cases()),
                          [](const auto& info) { return info.param.label; });
 
-TEST(CudaUpdateRulesTiming, AdamOverResNet50sParametersRunsAtMemoryBandwidth) {
+TEST(CudaUpdateRulesTiming, AdamOverResNet50sParametersIsTimed) {
   D5_REQUIRE_GPU();
   const Network net = build_model("resnet50");
   std::vector<Tensor> params, grads;
@@ -67,8 +67,9 @@ TEST(CudaUpdateRulesTiming, AdamOverResNet50sParametersRunsAtMemoryBandwidth) {
   const double gbs = 28.0 * static_cast<double>(elements) / (median * 1e-3) / 1e9;
   std::printf("[ adam resnet50 ] %zu tensors, %lld elements: median %.3f ms per step (min %.3f, max %.3f), %.0f GB/s\n",
               params.size(), static_cast<long long>(elements), median, ms.front(), ms.back(), gbs);
-  EXPECT_GT(elements, 25'000'000);
-  EXPECT_GT(gbs, 0);
+  // A measurement (quoted in docs/cuda.md), not a check: the values are checked above.
+  EXPECT_EQ(params.size(), 161u);
+  EXPECT_EQ(elements, 25'557'032);
 }
 
 }  // namespace

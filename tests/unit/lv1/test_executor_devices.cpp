@@ -105,6 +105,15 @@ Network two_consumers() {
   return net;
 }
 
+// The gradients a host-only training step of `net` gives, by gradient name.
+std::map<std::string, Tensor> host_gradients(Network& net, const std::map<std::string, Tensor>& feeds) {
+  ReferenceExecutor host(net);
+  host.inference_and_backprop(feeds, "loss_value");
+  std::map<std::string, Tensor> want;
+  for (const auto& [param, grad] : net.gradient()) want[grad] = net.fetch_tensor(grad).clone();
+  return want;
+}
+
 TEST_F(ExecutorDevices, PlanPlacesNodesAndNamesTheBoundaries) {
   Network net = test::mlp(4, 6, 8, 3);
   OperatorExecutor ex = on_two_devices(net);
@@ -143,10 +152,7 @@ TEST_F(ExecutorDevices, InferenceEqualsTheHostOnlyRunAndCountsEachCopyOnce) {
 TEST_F(ExecutorDevices, TrainingStepGradientsEqualTheHostOnlyRun) {
   Network net = test::mlp(4, 6, 8, 3);
   const auto feeds = test::feeds_for(net, 3);
-  ReferenceExecutor host(net);
-  host.inference_and_backprop(feeds, "loss_value");
-  std::map<std::string, Tensor> want;
-  for (const auto& [param, grad] : net.gradient()) want[grad] = net.fetch_tensor(grad).clone();
+  const std::map<std::string, Tensor> want = host_gradients(net, feeds);
   OperatorExecutor ex = on_two_devices(net);
   const auto out = ex.inference_and_backprop(feeds, "loss_value");
   EXPECT_TRUE(out.at("loss_value").on_host());
@@ -179,10 +185,7 @@ TEST_F(ExecutorDevices, GradientsFromTwoDeviceConsumersAccumulate) {
 TEST_F(ExecutorDevices, ResidentParametersMoveOnceAndOnlyBoundaryValuesCrossAfterwards) {
   Network net = test::mlp(4, 6, 8, 3);
   const auto feeds = test::feeds_for(net, 3);
-  ReferenceExecutor host(net);
-  host.inference_and_backprop(feeds, "loss_value");
-  std::map<std::string, Tensor> want;
-  for (const auto& [param, grad] : net.gradient()) want[grad] = net.fetch_tensor(grad).clone();
+  const std::map<std::string, Tensor> want = host_gradients(net, feeds);
   OperatorExecutor ex = on_two_devices(net, true);
   const auto layouts = ex.layouts("loss_value");
   EXPECT_EQ(layouts[0].inputs, (std::vector<std::string>{"plain", "testmem:0/plain", "testmem:0/plain"}));
