@@ -1,11 +1,11 @@
 // Reductions (ReduceSum/Mean/Max/L2), ArgMax, the losses (NegativeLogLikelihoodLoss,
 // SoftmaxCrossEntropyLoss, deep500's MSELoss) and Dropout on ATen.
-#include <ATen/CPUGeneratorImpl.h>
 
 #include <limits>
 #include <memory>
 #include <numeric>
 
+#include "deep500/core/rng.h"
 #include "torch_op.h"
 
 namespace d5::torch_backend {
@@ -164,22 +164,24 @@ Built build_mse(const OpSpec& s) {
                "at::mse_loss"};
 }
 
-// Dropout: the mask comes from a CPU generator seeded with the 'seed' attribute (else a fixed
-// value), so runs repeat, but it is not the reference's mask: the two backends draw different
-// numbers. Each forward draws a fresh mask and keeps it; the backward replay reuses it, so the
-// gradient is the upstream gradient through the mask the forward applied. A fresh recording
-// forward (a graph executor's training step) draws a new mask, as a plain forward does.
+// Dropout: the mask comes from the reference's stream, RngStream(seed, "Dropout/<node name>")
+// (the 'seed' attribute, else a fixed value), drawn on the host, so a seeded run drops the same
+// elements as the reference and the cuda backend do: a network with Dropout in training can then
+// be validated against the reference, and runs repeat. Each forward draws a fresh mask and keeps
+// it; the backward replay reuses it, so the gradient is the upstream gradient through the mask the
+// forward applied. A fresh recording forward (a graph executor's training step) draws a new mask,
+// as a plain forward does.
 struct DropoutState {
-  at::Generator gen;
+  explicit DropoutState(const OpSpec& s)
+      : rng(static_cast<uint64_t>(s.attrs.get_int("seed", kDefaultDropoutSeed)), "Dropout/" + s.name) {}
+  RngStream rng;
   at::Tensor mask;  // of the last forward; undefined when it dropped nothing
   double scale = 1;
   bool ran = false;
 };
 
 Built build_dropout(const OpSpec& s) {
-  auto st = std::make_shared<DropoutState>();
-  st->gen = at::make_generator<at::CPUGeneratorImpl>(
-      static_cast<uint64_t>(s.attrs.get_int("seed", kDefaultDropoutSeed)));
+  auto st = std::make_shared<DropoutState>(s);
   const double ratio_attr = s.attrs.get_float("ratio", 0.5);
   const OpSpec spec = s;
   return OpDef{
@@ -194,7 +196,10 @@ Built build_dropout(const OpSpec& s) {
           if (training && ratio > 0) {
             // ratio 1 drops everything (as PyTorch does) instead of scaling by infinity.
             st->scale = ratio < 1 ? 1 / (1 - ratio) : 0;
-            st->mask = at::empty(x.sizes(), x.options().dtype(at::kFloat)).uniform_(0, 1, st->gen) >= ratio;
+            at::Tensor host = at::empty(x.sizes(), at::TensorOptions().dtype(at::kBool));
+            bool* m = host.data_ptr<bool>();
+            for (int64_t i = 0; i < host.numel(); ++i) m[i] = st->rng.uniform() >= ratio;
+            st->mask = host.to(x.device());
           }
           st->ran = true;
         }
@@ -209,7 +214,7 @@ Built build_dropout(const OpSpec& s) {
         if (c.wanted.size() > 1 || c.out.size() > 1) out.push_back(st->mask);
         return out;
       },
-      "at::uniform_"};
+      "at::where(reference mask)"};
 }
 
 }  // namespace

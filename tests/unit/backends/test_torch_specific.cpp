@@ -40,7 +40,7 @@ TEST(TorchSpecific, ReduceMaxOverAnEmptyAxisIsRefused) {
   EXPECT_NE(torch_refusal(empty).find("empty axis"), std::string::npos) << torch_refusal(empty);
 }
 
-TEST(TorchSpecific, DropoutTrainingReusesItsMask) {
+TEST(TorchSpecific, DropoutTrainingReusesItsMaskWhichIsTheReferences) {
   register_builtin_operators();
   const auto x = random_input(f64({64, 32}), "x", 1, 2);  // never zero: a zero output means dropped
   const auto ratio = Tensor::from_values<double>(Shape{}, {0.25});
@@ -71,6 +71,12 @@ TEST(TorchSpecific, DropoutTrainingReusesItsMask) {
   auto again = OpRegistry::global().create(s, "torch");
   const auto out3 = again->run_forward(in);
   EXPECT_EQ(std::memcmp(out[1].data(), out3[1].data(), out[1].bytes()), 0);
+  // The mask is the reference's (the same seeded stream per node name): a network with Dropout in
+  // training validates against the reference.
+  auto reference = OpRegistry::global().create(s, "reference");
+  const auto expected = reference->run_forward(in);
+  EXPECT_EQ(std::memcmp(out[1].data(), expected[1].data(), out[1].bytes()), 0);
+  EXPECT_EQ(std::memcmp(out[0].data(), expected[0].data(), out[0].bytes()), 0);
 }
 
 TEST(TorchSpecific, AveragePoolWithDilationsIsRefused) {

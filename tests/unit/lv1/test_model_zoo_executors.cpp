@@ -2,6 +2,7 @@
 // executor built in computes their outputs and parameter gradients as the reference does.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -107,6 +108,31 @@ TEST_P(ZooBackends, EveryExecutorAgreesWithTheReference) {
     const auto bwd = test_executor_backprop(*ex, feeds, kZooLoss, ref);
     EXPECT_EQ(bwd.state, CaseState::Passed) << bwd.detail;
   }
+}
+
+// Training mode: batch statistics and Dropout's mask, which every backend draws from the
+// reference's seeded stream (a backend drawing its own would fail on the logits already).
+// Tensors f32 rounding moves past the element-wise tolerance are judged by the f64 oracle.
+TEST(ZooTrainingMode, MobileNetV2WithDropoutAgreesWithTheReferenceOnEveryExecutor) {
+  register_builtin_operators();
+  ModelOptions o = small_options("mobilenet_v2");
+  o.batch = 4;
+  o.with_loss = true;
+  o.training = true;
+  Network net = build_model("mobilenet_v2", o);
+  ASSERT_TRUE(std::any_of(net.nodes().begin(), net.nodes().end(), [](const Node& n) { return n.op_type == "Dropout"; }));
+  const TensorMap feeds = feeds_for(net, 5);
+  size_t compared = 0;
+  for (const auto& backend : executor_backends()) {
+    if (backend == "reference") continue;
+    SCOPED_TRACE(backend);
+    ReferenceExecutor ref(net);  // fresh: its Dropout mask is the stream's first, as the executor's
+    auto ex = make_executor(net, backend);
+    const auto bwd = test_executor_backprop(*ex, feeds, kZooLoss, ref);
+    EXPECT_EQ(bwd.state, CaseState::Passed) << bwd.detail;
+    ++compared;
+  }
+  if (compared == 0) GTEST_SKIP() << "this build has no executor besides the reference";
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooTraining,
