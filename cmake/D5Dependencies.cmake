@@ -150,6 +150,17 @@ if(CURL_FOUND)
   d5_record_library(libcurl "${CURL_VERSION_STRING}")
 endif()
 
+# SQLite keeps the result history (d5 db). Without it `d5 db` refuses with the package to install;
+# everything else builds.
+find_package(SQLite3 QUIET)
+set(D5_HAVE_SQLITE OFF)
+if(SQLite3_FOUND AND TARGET SQLite::SQLite3)
+  set(D5_HAVE_SQLITE ON)
+  d5_record_library(sqlite "${SQLite3_VERSION}")
+else()
+  message(STATUS "Result history (d5 db) disabled: SQLite not found (Debian: libsqlite3-dev)")
+endif()
+
 # yaml-cpp reads recipes (d5 run). Without it `d5 run` refuses with the package to install;
 # everything else builds.
 find_package(yaml-cpp QUIET)

@@ -8,7 +8,8 @@ include(CMakePackageConfigHelpers)
 
 # Every static library of the build, whole: registrations (plugins, zoo models, operators) live in
 # objects nothing else references, and a user's program must get them all.
-set(_d5_archives d5_core d5_metrics d5_lv0 d5_lv1 d5_zoo d5_lv2 d5_lv3 d5_experiment d5_report d5_backends)
+set(_d5_archives d5_core d5_metrics d5_lv0 d5_lv1 d5_zoo d5_lv2 d5_lv3 d5_experiment d5_report d5_history
+                  d5_backends)
 get_property(_d5_plugin_libraries GLOBAL PROPERTY D5_BACKEND_PLUGIN_LIBRARIES)
 list(APPEND _d5_archives ${_d5_plugin_libraries})
 if(D5_HAVE_ONNX)

@@ -2,7 +2,7 @@
 """After `make test` in CI: fail when something CI must cover was left out or skipped.
 
 CI must build every backend the platform can build (Debian's packages give LibTorch, oneDNN and
-MPI; a CUDA toolkit, where one is installed, the CUDA backend), with ONNX and YAML recipes, and
+MPI; a CUDA toolkit, where one is installed, the CUDA backend), with ONNX, YAML recipes and SQLite, and
 must run every test: a test skipped for any reason but the ones listed in .ci/allowed-skips
 (there is no GPU in CI, for one) means a prerequisite went missing, and the run fails naming it.
 
@@ -24,6 +24,7 @@ REQUIRED_LIBRARIES = {
     "onnx": "ONNX import/export (Debian libonnx-dev)",
     "yaml-cpp": "YAML recipes (Debian libyaml-cpp-dev)",
     "mpi": "the MPI schemes of Level 3 (Debian libopenmpi-dev)",
+    "sqlite": "the result history, d5 db (Debian libsqlite3-dev)",
 }
 
 

@@ -17,7 +17,7 @@ PACKAGES=(
   # distributed
   libopenmpi-dev openmpi-bin
   # utility libraries
-  nlohmann-json3-dev libcli11-dev libfmt-dev libyaml-cpp-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libyaml-cpp-dev libsqlite3-dev
   zlib1g-dev libturbojpeg0-dev libcurl4-openssl-dev libssl-dev
   # host topology and caches (the HPC standard that Open MPI itself uses)
   libhwloc-dev

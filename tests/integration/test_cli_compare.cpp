@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../support/spread_samples.h"
 #include "../support/temp_dir.h"
 #include "process.h"
 
@@ -14,13 +15,6 @@ namespace d5::test {
 namespace {
 
 using nlohmann::json;
-
-// Deterministic, spread samples around `median` (a 5% spread, no two equal).
-std::vector<double> samples(double median, int n, double phase) {
-  std::vector<double> s;
-  for (int i = 0; i < n; ++i) s.push_back(median * (1 + 0.05 * std::sin(1.7 * i + phase)));
-  return s;
-}
 
 json timed_case(const std::string& name, const std::string& backend, const std::vector<double>& s) {
   return {{"name", name},     {"level", "L0"},  {"backend", backend},
@@ -43,11 +37,11 @@ class CliCompare : public ::testing::Test {
 
 TEST_F(CliCompare, ASlowerCaseFailsTheGate) {
   const auto a = write(dir_, "a.json",
-                      {timed_case("gemm", "onednn", samples(1e-3, 20, 0)), timed_case("conv", "onednn", samples(2e-3, 20, 0)),
-                       timed_case("rnn", "onednn", samples(3e-3, 20, 0))});
+                      {timed_case("gemm", "onednn", spread_samples(1e-3, 20, 0)), timed_case("conv", "onednn", spread_samples(2e-3, 20, 0)),
+                       timed_case("rnn", "onednn", spread_samples(3e-3, 20, 0))});
   const auto b = write(dir_, "b.json",
-                      {timed_case("gemm", "onednn", samples(1.5e-3, 20, 1)), timed_case("conv", "onednn", samples(1e-3, 20, 1)),
-                       timed_case("rnn", "onednn", samples(3e-3, 20, 0))});
+                      {timed_case("gemm", "onednn", spread_samples(1.5e-3, 20, 1)), timed_case("conv", "onednn", spread_samples(1e-3, 20, 1)),
+                       timed_case("rnn", "onednn", spread_samples(3e-3, 20, 0))});
   const auto r = run_d5({"compare", a, b, "--format", "json"});
   EXPECT_EQ(r.exit_code, 1) << r.err;
   const json j = json::parse(r.out);
@@ -67,11 +61,11 @@ TEST_F(CliCompare, ASlowerCaseFailsTheGate) {
 }
 
 TEST_F(CliCompare, NoRegressionPassesAndOptionsTightenTheGate) {
-  const auto a = write(dir_, "a.json", {timed_case("gemm", "onednn", samples(1e-3, 20, 0)),
-                                        timed_case("conv", "onednn", samples(1e-3, 4, 0))});
-  const auto b = write(dir_, "b.json", {timed_case("gemm", "onednn", samples(0.7e-3, 20, 2)),
-                                        timed_case("conv", "onednn", samples(1.02e-3, 4, 1)),
-                                        timed_case("new", "onednn", samples(1e-3, 4, 1))});
+  const auto a = write(dir_, "a.json", {timed_case("gemm", "onednn", spread_samples(1e-3, 20, 0)),
+                                        timed_case("conv", "onednn", spread_samples(1e-3, 4, 0))});
+  const auto b = write(dir_, "b.json", {timed_case("gemm", "onednn", spread_samples(0.7e-3, 20, 2)),
+                                        timed_case("conv", "onednn", spread_samples(1.02e-3, 4, 1)),
+                                        timed_case("new", "onednn", spread_samples(1e-3, 4, 1))});
   // FASTER and UNCERTAIN (4 samples each, 2% apart) pass; a case only in B is listed.
   const auto r = run_d5({"compare", a, b});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -84,7 +78,7 @@ TEST_F(CliCompare, NoRegressionPassesAndOptionsTightenTheGate) {
 }
 
 TEST_F(CliCompare, BadInputIsNamed) {
-  const auto a = write(dir_, "a.json", {timed_case("gemm", "onednn", samples(1e-3, 20, 0))});
+  const auto a = write(dir_, "a.json", {timed_case("gemm", "onednn", spread_samples(1e-3, 20, 0))});
   std::ofstream(dir_.file("bad.json")) << "{\"schema\": \"something.else\"}";
   const auto bad = run_d5({"compare", a, dir_.file("bad.json")});
   EXPECT_EQ(bad.exit_code, 4);
