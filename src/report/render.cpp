@@ -24,6 +24,7 @@ Report render_report(const ReportInputs& inputs, const VegaBundles& bundles, con
   add_divergence(inputs, page);
   add_heatmaps(inputs, page);
   add_scaling(inputs, page);
+  add_trends(inputs, page);
   add_case_tables(inputs, page);
   add_manifests(inputs, page);
 
@@ -38,8 +39,13 @@ Report render_report(const ReportInputs& inputs, const VegaBundles& bundles, con
   html += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   html += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   html += "<title>" + html_escape(options.title) + "</title>\n<style>" + kPageStyle + "</style>\n</head>\n<body>\n";
-  html += fmt::format("<header><h1>{}</h1><p>{} input file(s), generated {} by deep500 {} ({}); plots by {}</p></header>\n",
-                      html_escape(options.title), inputs.inputs.size(), when, html_escape(build_info().version),
+  html += fmt::format("<header><h1>{}</h1><p>{} input file(s){}, generated {} by deep500 {} ({}); plots by {}</p></header>\n",
+                      html_escape(options.title), inputs.inputs.size(),
+                      inputs.trends_source.empty()
+                          ? ""
+                          : fmt::format(" and {} measurement(s) of {}", inputs.trends.size(),
+                                        html_escape(display_path(inputs.trends_source))),
+                      when, html_escape(build_info().version),
                       html_escape(build_info().git_revision.substr(0, 12)), html_escape(bundles.versions));
   html += "<nav>" + nav + "</nav>\n";
   html += fmt::format("<div id=\"d5-status\" data-plots-expected=\"{}\" data-plots-drawn=\"0\" data-errors=\"0\" "

@@ -145,6 +145,7 @@ void flatten(const json& j, const std::string& prefix, std::vector<std::vector<s
 }  // namespace
 
 void add_overview(const ReportInputs& in, Page& page) {
+  if (in.inputs.empty()) return;  // a page of a result history only
   page.section("inputs", "Inputs",
                "Every result file this report was made from. Times are medians with their nonparametric 95% "
                "confidence intervals [lower, upper] (docs/statistics.md).");
@@ -196,6 +197,7 @@ void add_case_tables(const ReportInputs& in, Page& page) {
 }
 
 void add_manifests(const ReportInputs& in, Page& page) {
+  if (in.inputs.empty()) return;
   page.section("manifest", "Manifest",
                "Build, host, libraries, threads, seeds and environment of every input (docs/results-format.md).");
   for (const auto& i : in.inputs) {

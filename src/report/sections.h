@@ -44,6 +44,7 @@ void add_convergence(const ReportInputs& in, Page& page);         // accuracy, l
 void add_divergence(const ReportInputs& in, Page& page);          // optimizer trajectories
 void add_heatmaps(const ReportInputs& in, Page& page);            // forward differences
 void add_scaling(const ReportInputs& in, Page& page);             // Level 3: ranks, volume
+void add_trends(const ReportInputs& in, Page& page);               // a result history over time
 void add_case_tables(const ReportInputs& in, Page& page);         // every case and metric with CIs
 void add_manifests(const ReportInputs& in, Page& page);
 

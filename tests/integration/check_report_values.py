@@ -15,6 +15,8 @@ in the inputs, independently of d5's report code. Per kind of plot:
   divergence    each optimizer's loss per step (loss_a, loss_b of the divergence report)
   heatmaps      every cell of a forward-difference grid equals a grid in the result files
   scaling       time per rank count: the case's median and CI
+  history       a result history's point (d5 report --db): the median and CI of the case's metric in
+                the result file of that machine and start time (the files imported into the database)
 
 Usage: check_report_values.py REPORT.html RESULTS_DIR
 Prints how many rows of each kind it checked; exit 1 naming each row that disagrees.
@@ -69,6 +71,7 @@ def rows_of(spec):
 class Inputs:
     def __init__(self, folder):
         self.cases = []        # (file name, case)
+        self.runs = []         # (manifest, case)
         self.divergence = []   # divergence reports
         self.peaks = []        # manifest.extra.peak.fma_gflops.best of each result file
         for path in sorted(glob.glob(os.path.join(folder, "**", "*.json"), recursive=True)):
@@ -76,6 +79,7 @@ class Inputs:
                 j = json.load(f)
             if "cases" in j:
                 self.cases += [(os.path.basename(path), c) for c in j["cases"]]
+                self.runs += [(j.get("manifest", {}), c) for c in j["cases"]]
                 peak = j.get("manifest", {}).get("extra", {}).get("peak", {}).get("fma_gflops", {})
                 if "best" in peak:
                     self.peaks.append(peak["best"])
@@ -292,6 +296,33 @@ def check_peak(inputs, row):
         fail("peak", f"{row}: the inputs' peaks are {inputs.peaks}")
 
 
+def check_history(inputs, row):
+    """A point of a history plot, series "CASE @ BACKEND on MACHINE", against the result file of
+    that machine and start time."""
+    case_backend, _, machine = row["series"].rpartition(" on ")
+    name, _, backend = case_backend.rpartition(" @ ")
+    found = [c for m, c in inputs.runs
+             if m.get("hostname") == machine and m.get("start_time_utc") == row["start"]
+             and c.get("name") == name and c.get("backend") == backend]
+    m = metric(found[0], row["metric"]) if len(found) == 1 else None
+    if m is None or not m.get("samples"):
+        return fail("history", f"{row['series']} at {row['start']}: {len(found)} matching case(s) in the files")
+    median, lo, hi = summary(m)
+    if median is None:
+        median = statistics.median(m["samples"])
+    s = scale_of(row["value"], median)
+    if s is None:
+        return fail("history", f"{row['series']} at {row['start']}: shown {row['value']}, file median {median}")
+    if lo is None or hi is None:  # no CI in the file: the shown one must bracket the median within the samples
+        ok = min(m["samples"]) * s <= row["lo"] * (1 + 1e-9) and row["lo"] <= row["value"] <= row["hi"] and \
+            row["hi"] <= max(m["samples"]) * s * (1 + 1e-9)
+    else:
+        ok = close(row["lo"], lo * s) and close(row["hi"], hi * s)
+    if not ok:
+        return fail("history", f"{row['series']} at {row['start']}: CI shown [{row['lo']}, {row['hi']}], file [{lo}, {hi}]")
+    count("history")
+
+
 def count_derived(_inputs, _row):
     count("scaling (derived; tests/unit/report)")
 
@@ -306,6 +337,7 @@ ROW_CHECKS = [
     (lambda r: "optimizer" in r, check_divergence),
     (lambda r: "peak" in r, check_peak),
     (lambda r: "time [95% CI]" in r, check_scaling_time),
+    (lambda r: "commit" in r and "start" in r, check_history),
     (lambda r: "efficiency [interval]" in r or "bytes per rank" in r, count_derived),
 ]
 

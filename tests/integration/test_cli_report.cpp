@@ -162,6 +162,41 @@ TEST_F(ReportInBrowser, EveryPlotOfRealResultsIsDrawnWithoutScriptErrors) {
   if (!trained) GTEST_SKIP() << "the Convergence section was not checked: " << untrained;
 }
 
+#ifdef D5_TEST_HAVE_SQLITE
+// d5 report --db: three runs of LeNet-5 imported into a result history, drawn as trends in
+// Chromium (every plot, no script error), every plotted point the median and CI of its result file.
+TEST_F(ReportInBrowser, AResultHistoryIsDrawnOverTimeWithTheFilesValues) {
+  const std::string results = dir.file("runs"), db = dir.file("history.db"), html = dir.file("history.html");
+  fs::create_directories(results);
+  for (int i = 0; i < 3; ++i) {
+    const std::string out = results + "/run" + std::to_string(i) + ".json";
+    ASSERT_EQ(run_d5({"net", "lenet5", "--backend", "reference", "--min-runs", "6", "--max-time", "0.1", "--format",
+                      "json", "-o", out})
+                  .exit_code,
+              0);
+    ASSERT_EQ(run_d5({"db", "import", out, "--db", db}).exit_code, 0);
+  }
+  const auto r = run_d5({"report", "--db", db, "-o", html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("0 input file(s), "), std::string::npos) << r.out;
+  const std::string dom = dump_dom(html);
+  EXPECT_EQ(attribute(dom, "data-done"), "true");
+  const std::string expected = attribute(dom, "data-plots-expected");
+  EXPECT_NE(expected, "0");
+  EXPECT_EQ(attribute(dom, "data-plots-drawn"), expected);
+  EXPECT_EQ(attribute(dom, "data-errors"), "0");
+  EXPECT_NE(dom.find("<h2>History</h2>"), std::string::npos);
+  EXPECT_EQ(dom.find("<h2>Inputs</h2>"), std::string::npos);  // no result files were given
+  int status = 0;
+  const std::string out = shell(std::string(D5_PYTHON) + " " + D5_SOURCE_DIR +
+                                    "/tests/integration/check_report_values.py " + html + " " + results + " 2>&1",
+                                status);
+  EXPECT_EQ(status, 0) << out;
+  // latency, throughput, memory: several metrics of one series, three runs each.
+  EXPECT_TRUE(std::regex_search(out, std::regex("(^|\\n)history: ([1-9][0-9]+|[3-9]) checked"))) << out;
+}
+#endif
+
 // Every value the page plots is the value of the result files: tests/integration/check_report_values.py
 // reads the page's plot specs back and looks each row up in the inputs, independently of the report
 // code. Every kind of plot these inputs give must have been checked, and none may disagree.

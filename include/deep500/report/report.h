@@ -2,6 +2,7 @@
 // The HTML report: result files of any d5 command turned into one self-contained page with
 // interactive Vega-Lite plots (docs/report.md). The page inlines the Vega bundles and all data, so
 // it opens with no network.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,9 +28,22 @@ struct SkippedInput {
   std::string path, reason;
 };
 
+// One measurement of a result history (d5 db): a point of the page's trend plots.
+struct TrendPoint {
+  std::string series;     // "CASE @ BACKEND on MACHINE"
+  std::string metric, unit;
+  std::string start_utc;  // the run's start time, ISO 8601
+  std::string commit;
+  double median = 0;
+  std::optional<double> ci_lower, ci_upper;
+  int64_t n = 0;
+};
+
 struct ReportInputs {
   std::vector<ReportInput> inputs;
   std::vector<SkippedInput> skipped;
+  std::vector<TrendPoint> trends;  // from a result history, oldest first per series
+  std::string trends_source;       // the database they came from
 };
 
 // Files are read as given: a file that is no d5 result is a FormatError naming it. Directories
