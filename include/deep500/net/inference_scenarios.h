@@ -1,0 +1,64 @@
+#pragma once
+// Inference scenarios after MLPerf's LoadGen (docs/serve-bench.md): a load generator thread
+// issues queries to the system under test (a graph executor running on a thread of its own) and
+// times each from issue to completion.
+//
+// - single-stream: one query of one sample at a time, the next issued when the last completes;
+//   the score is an upper confidence bound on the latency percentile (p90), LoadGen's early
+//   stopping estimate (percentile_bound.h). VALID when the run lasted min_duration, issued
+//   min_queries and has enough queries for the bound.
+// - offline: every query issued at once; the system runs them in batches of the network's batch
+//   size; the score is samples per second from the first issue to the last completion. VALID when
+//   the run lasted min_duration and processed min_queries samples. A run that ends short of
+//   min_duration (the warm-up's pace misjudged the count) is repeated with the count its own pace
+//   asks for, up to three times.
+//
+// Energy per sample comes from RAPL where the host exposes it, else its reason is kept.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "deep500/metrics/percentile_bound.h"
+#include "deep500/net/graph_executor.h"
+
+namespace d5 {
+
+enum class InferenceScenario { single_stream, offline };
+const char* to_string(InferenceScenario s);
+InferenceScenario parse_inference_scenario(const std::string& name);  // InvalidArgument naming the choices
+
+struct ScenarioOptions {
+  InferenceScenario scenario = InferenceScenario::single_stream;
+  double min_duration_s = 1.0;  // LoadGen's is 600 s; a smaller default keeps d5's own runs short
+  // Single-stream: queries; offline: samples. 0: single-stream needs what its bound needs,
+  // offline 1024 samples.
+  int64_t min_queries = 0;
+  int64_t max_queries = 1'000'000;  // a run stops here even before min_duration (then INVALID)
+  double percentile = 0.9;          // single-stream's
+  double confidence = 0.99;         // of the percentile's bound
+  int warmup_queries = 3;           // untimed, before the measured run
+};
+
+struct ScenarioResult {
+  InferenceScenario scenario = InferenceScenario::single_stream;
+  int64_t batch = 1;                 // samples per query
+  int64_t queries = 0, samples = 0;  // measured
+  std::vector<double> latencies_s;   // per query, issue to completion, in issue order
+  std::vector<double> intervals_s;   // offline: between consecutive completions (the first from the issue)
+  double duration_s = 0;             // first issue to last completion
+  double throughput = 0;             // samples per second over duration_s
+  PercentileBound latency_bound;     // single-stream: the early-stopping estimate of the percentile
+  int64_t min_queries = 0;           // what validity asked for (queries, or samples offline)
+  bool valid = false;
+  std::string reason;                // why VALID or INVALID, always set
+  bool energy_available = false;
+  double joules_per_sample = 0;
+  std::string energy_reason;         // why there is no energy figure
+};
+
+// Runs the scenario on `executor` with the same `feeds` for every query (synthetic inputs; the
+// outputs are not checked here: `d5 net` validates executors). The query's batch is the first
+// dimension of the network's first input. InvalidArgument for inconsistent options.
+ScenarioResult run_inference_scenario(GraphExecutor& executor, const TensorMap& feeds, const ScenarioOptions& options);
+
+}  // namespace d5

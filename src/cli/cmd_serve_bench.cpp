@@ -1,0 +1,154 @@
+// d5 serve-bench: inference scenarios after MLPerf LoadGen on graph executors (docs/serve-bench.md).
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli_common.h"
+#include "deep500/backends/builtin.h"
+#include "deep500/core/build_info.h"
+#include "deep500/metrics/manifest.h"
+#include "deep500/metrics/reporter.h"
+#include "deep500/net/executor_metrics.h"
+#include "deep500/net/inference_scenarios.h"
+#include "net_loader.h"
+
+namespace d5::cli {
+
+namespace {
+
+struct ServeOpts {
+  std::string model;
+  std::vector<std::string> backends, scenarios = {"single-stream", "offline"};
+  int64_t offline_batch = 32;
+  ScenarioOptions scenario;
+  OutputOptions out;
+};
+
+MetricRecord record(const std::string& name, const std::string& unit, std::vector<double> samples) {
+  MetricRecord m;
+  m.name = name;
+  m.unit = unit;
+  m.samples = std::move(samples);
+  m.summary = summarize(m.samples);
+  return m;
+}
+
+CaseResult scenario_case(Network& net, const std::string& backend, InferenceScenario scenario, const ServeOpts& o,
+                         uint64_t seed) {
+  CaseResult c;
+  c.name = fmt::format("{}/{}/{}", net.name(), backend, to_string(scenario));
+  c.level = "L1";
+  c.backend = backend;
+  ScenarioOptions so = o.scenario;
+  so.scenario = scenario;
+  c.params = {{"network", net.name()}, {"scenario", to_string(scenario)}, {"min_duration_s", so.min_duration_s}};
+  const auto known = executor_backends();
+  if (std::find(known.begin(), known.end(), backend) == known.end()) {
+    if (!is_not_built_backend(backend))
+      throw InvalidArgument(fmt::format("no backend '{}' (executors: {})", backend, fmt::join(known, ", ")));
+    c.state = CaseState::Skipped;
+    c.detail = fmt::format("this d5 was built without the {} backend (docs/building.md)", backend);
+    return c;
+  }
+  std::unique_ptr<GraphExecutor> ex;
+  try {
+    ex = make_executor(net, backend);
+  } catch (const Unimplemented& e) {
+    c.state = CaseState::Unimplemented;
+    c.detail = e.what();
+    return c;
+  }
+  const ScenarioResult r = run_inference_scenario(*ex, synthetic_feeds(net, seed), so);
+  c.params["batch"] = r.batch;
+  if (scenario == InferenceScenario::single_stream) {
+    c.metrics.push_back(record("latency", "s", r.latencies_s));
+    c.metrics.push_back(record("throughput", "samples/s", {r.throughput}));
+  } else {  // offline's score is its throughput; the completions' spacing shows how steady it was
+    c.metrics.push_back(record("throughput", "samples/s", {r.throughput}));
+    c.metrics.push_back(record("completion_interval", "s", r.intervals_s));
+  }
+  if (r.energy_available) c.metrics.push_back(record("energy_per_sample", "J", {r.joules_per_sample}));
+  c.outcome = RunOutcome{r.valid ? Validity::Valid : Validity::Invalid, r.reason, so.warmup_queries,
+                         static_cast<int>(std::min<int64_t>(r.queries, INT32_MAX)), r.duration_s, 0};
+  c.extra = {{"scenario", to_string(scenario)}, {"queries", r.queries},         {"samples", r.samples},
+             {"duration_s", r.duration_s},      {"throughput", r.throughput}, {"min_queries", r.min_queries},
+             {"energy", r.energy_available ? nlohmann::json{{"joules_per_sample", r.joules_per_sample}}
+                                           : nlohmann::json{{"unavailable", r.energy_reason}}}};
+  if (scenario == InferenceScenario::single_stream) {
+    const PercentileBound& b = r.latency_bound;
+    c.params["percentile"] = so.percentile;
+    c.params["confidence"] = so.confidence;
+    c.extra["latency_bound"] = {{"percentile", b.p},  {"confidence", b.confidence}, {"available", b.available},
+                                {"rank", b.rank},     {"value_s", b.value},         {"achieved", b.achieved},
+                                {"min_samples", b.min_samples}, {"reason", b.reason}};
+    c.detail = b.available ? fmt::format("p{:g} latency at most {} with {:g}% confidence ({} queries, early-stopping "
+                                         "estimate: the {}th fastest)",
+                                         100 * b.p, format_seconds(b.value), 100 * b.confidence, r.queries, b.rank)
+                           : b.reason;
+  } else {
+    c.detail = fmt::format("{:.1f} samples/s over {} queries of {} samples in {:.3g} s", r.throughput, r.queries,
+                           r.batch, r.duration_s);
+  }
+  if (!r.energy_available) c.detail += fmt::format("; energy not measured: {}", r.energy_reason);
+  else c.detail += fmt::format("; {:.3g} J per sample", r.joules_per_sample);
+  return c;
+}
+
+int run_serve_bench(const ServeOpts& o, const GlobalOptions& g) {
+  register_builtin_operators();
+  ExperimentSettings settings = settings_from(g);
+  std::vector<InferenceScenario> scenarios;
+  for (const auto& s : o.scenarios) scenarios.push_back(parse_inference_scenario(s));
+  const std::vector<std::string> backends = o.backends.empty() ? executor_backends() : o.backends;
+  Results res;
+  for (InferenceScenario s : scenarios) {
+    // Single-stream queries are one sample; offline runs the network at its batch.
+    const int64_t batch = s == InferenceScenario::offline ? o.offline_batch : 1;
+    LoadedNetwork loaded = load_network(o.model, batch, NetMode::Inference);
+    for (const auto& b : backends)
+      res.cases.push_back(scenario_case(loaded.network, b, s, o, settings.stream("serve-bench/feeds").seed()));
+  }
+  res.manifest = make_manifest(settings);
+  res.manifest["extra"] = {{"model", o.model}, {"scenarios", o.scenarios}, {"offline_batch", o.offline_batch}};
+  emit(res, o.out);
+  return exit_code_for(res);
+}
+
+}  // namespace
+
+Command register_serve_bench(CLI::App& app, const GlobalOptions& g) {
+  auto* cmd = app.add_subcommand("serve-bench",
+                                 "Inference scenarios after MLPerf LoadGen: single-stream (p90 latency bound) and offline "
+                                 "(throughput), VALID/INVALID by query counts and duration");
+  auto o = std::make_shared<ServeOpts>();
+  cmd->add_option("model", o->model, "An ONNX file (MODEL.onnx) or a model zoo name (see 'd5 models list')")->required();
+  cmd->add_option("--backend", o->backends, "Executors, comma-separated (default: every executor built in)")
+      ->delimiter(',');
+  cmd->add_option("--scenario", o->scenarios, "Scenarios, comma-separated: single-stream, offline")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--min-duration", o->scenario.min_duration_s, "Seconds each scenario runs at least")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--min-queries", o->scenario.min_queries,
+                  "Queries (single-stream) or samples (offline) a VALID run needs (default: single-stream what its "
+                  "percentile bound needs, 44 for p90 at 99%; offline 1024)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-queries", o->scenario.max_queries, "Queries after which a scenario stops")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--percentile", o->scenario.percentile, "Single-stream's latency percentile, as a fraction")
+      ->check(CLI::Range(0.5, 0.9999))
+      ->capture_default_str();
+  cmd->add_option("--confidence", o->scenario.confidence, "Confidence of the percentile's upper bound")
+      ->check(CLI::Range(0.5, 0.9999))
+      ->capture_default_str();
+  cmd->add_option("--offline-batch", o->offline_batch, "Samples per query in the offline scenario")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  add_output_options(*cmd, o->out);
+  return {cmd, [o, &g] { return run_serve_bench(*o, g); }};
+}
+
+}  // namespace d5::cli

@@ -1,0 +1,235 @@
+// The load generator and the system under test, each on its own thread (docs/serve-bench.md).
+#include "deep500/net/inference_scenarios.h"
+
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "deep500/core/error.h"
+#include "deep500/metrics/energy.h"
+
+namespace d5 {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kOfflineMinSamples = 1024;
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// The system under test: a thread that takes queries from a queue, runs the executor once per
+// query and records when each completed. The load generator only issues and waits.
+class SystemUnderTest {
+ public:
+  SystemUnderTest(GraphExecutor& ex, const TensorMap& feeds) : ex_(ex), feeds_(feeds) {
+    worker_ = std::thread([this] { serve(); });
+  }
+  ~SystemUnderTest() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+  void issue(int64_t id) {
+    {
+      std::lock_guard lock(mu_);
+      pending_.push_back(id);
+    }
+    cv_.notify_all();
+  }
+  // Blocks until `count` queries completed since construction; rethrows the executor's error.
+  void wait_completed(size_t count) {
+    std::unique_lock lock(mu_);
+    done_cv_.wait(lock, [&] { return completed_.size() >= count || error_; });
+    if (error_) std::rethrow_exception(error_);
+  }
+  Clock::time_point completed_at(size_t i) {
+    std::lock_guard lock(mu_);
+    return completed_.at(i);
+  }
+
+ private:
+  void serve() {
+    for (;;) {
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+        if (stop_ && pending_.empty()) return;
+        pending_.pop_front();
+      }
+      try {
+        ex_.inference(feeds_);
+      } catch (...) {
+        std::lock_guard lock(mu_);
+        error_ = std::current_exception();
+        done_cv_.notify_all();
+        return;
+      }
+      const auto now = Clock::now();
+      {
+        std::lock_guard lock(mu_);
+        completed_.push_back(now);
+      }
+      done_cv_.notify_all();
+    }
+  }
+
+  GraphExecutor& ex_;
+  const TensorMap& feeds_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  std::deque<int64_t> pending_;
+  std::vector<Clock::time_point> completed_;
+  std::exception_ptr error_;
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+int64_t batch_of(GraphExecutor& ex) {
+  const Network& net = ex.network();
+  D5_CHECK_ARG(!net.inputs().empty(), "network '{}' has no input to issue queries to", net.name());
+  net.infer();
+  const Shape& s = net.desc(net.inputs().front()).shape;
+  return s.rank() > 0 ? s[0] : 1;
+}
+
+void single_stream(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o, ScenarioResult& r) {
+  SystemUnderTest sut(ex, feeds);
+  size_t issued = 0;
+  for (int i = 0; i < o.warmup_queries; ++i) {
+    sut.issue(static_cast<int64_t>(issued++));
+    sut.wait_completed(issued);
+  }
+  const auto start = Clock::now();
+  auto last = start;
+  while (r.queries < o.max_queries &&
+         (r.queries < r.min_queries || seconds(last - start) < o.min_duration_s)) {
+    const auto at = Clock::now();
+    sut.issue(static_cast<int64_t>(issued++));
+    sut.wait_completed(issued);
+    last = sut.completed_at(issued - 1);
+    r.latencies_s.push_back(seconds(last - at));
+    ++r.queries;
+  }
+  r.duration_s = seconds(last - start);
+}
+
+void offline(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o, ScenarioResult& r) {
+  SystemUnderTest sut(ex, feeds);
+  size_t issued = 0;
+  // Warm-up queries also size the run: enough batches for min_duration at the warm-up's pace.
+  Clock::duration per_batch{};
+  for (int i = 0; i < std::max(o.warmup_queries, 1); ++i) {
+    const auto at = Clock::now();
+    sut.issue(static_cast<int64_t>(issued++));
+    sut.wait_completed(issued);
+    per_batch = sut.completed_at(issued - 1) - at;
+  }
+  double per_batch_s = std::max(seconds(per_batch), 1e-6);
+  const int64_t for_samples = (r.min_queries + r.batch - 1) / r.batch;
+  const int64_t most = std::max<int64_t>(1, o.max_queries);
+  // LoadGen sizes an offline run from the expected rate; the warm-up's may be off (a backend still
+  // warming up), so a run that ends short of min_duration is repeated with the count its own pace
+  // asks for, up to three times; the last run is the one reported.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const auto for_duration = static_cast<int64_t>(std::ceil(1.1 * o.min_duration_s / per_batch_s));
+    const int64_t queries = std::clamp<int64_t>(std::max(for_samples, for_duration), 1, most);
+    const size_t first = issued;
+    const auto start = Clock::now();
+    std::vector<Clock::time_point> issued_at;
+    for (int64_t q = 0; q < queries; ++q) {
+      issued_at.push_back(Clock::now());
+      sut.issue(static_cast<int64_t>(issued++));
+    }
+    sut.wait_completed(issued);
+    r.latencies_s.clear();
+    r.intervals_s.clear();
+    for (int64_t q = 0; q < queries; ++q) {
+      const auto done = sut.completed_at(first + static_cast<size_t>(q));
+      r.latencies_s.push_back(seconds(done - issued_at[static_cast<size_t>(q)]));
+      r.intervals_s.push_back(seconds(done - (q == 0 ? start : sut.completed_at(first + static_cast<size_t>(q) - 1))));
+    }
+    r.queries = queries;
+    r.duration_s = seconds(sut.completed_at(issued - 1) - start);
+    if (r.duration_s >= o.min_duration_s || queries == most) break;
+    per_batch_s = std::max(r.duration_s / static_cast<double>(queries), 1e-6);
+  }
+}
+
+}  // namespace
+
+const char* to_string(InferenceScenario s) {
+  switch (s) {
+    case InferenceScenario::single_stream: return "single-stream";
+    case InferenceScenario::offline: return "offline";
+  }
+  return "?";
+}
+
+InferenceScenario parse_inference_scenario(const std::string& name) {
+  if (name == "single-stream") return InferenceScenario::single_stream;
+  if (name == "offline") return InferenceScenario::offline;
+  throw InvalidArgument(fmt::format("no inference scenario '{}' (scenarios: single-stream, offline)", name));
+}
+
+ScenarioResult run_inference_scenario(GraphExecutor& executor, const TensorMap& feeds, const ScenarioOptions& o) {
+  D5_CHECK_ARG(o.min_duration_s >= 0, "the minimum duration must be >= 0 s, got {}", o.min_duration_s);
+  D5_CHECK_ARG(o.min_queries >= 0 && o.max_queries >= 1, "query counts must be >= 0 (minimum) and >= 1 (maximum)");
+  D5_CHECK_ARG(o.warmup_queries >= 0, "warm-up queries must be >= 0, got {}", o.warmup_queries);
+  ScenarioResult r;
+  r.scenario = o.scenario;
+  r.batch = batch_of(executor);
+  const bool single = o.scenario == InferenceScenario::single_stream;
+  r.min_queries = o.min_queries > 0 ? o.min_queries
+                  : single      ? min_samples_for_percentile_bound(o.percentile, o.confidence)
+                                : kOfflineMinSamples;
+  std::string energy_reason;
+  const bool rapl = !rapl_domains(&energy_reason).empty();
+  const auto energy_before = rapl ? read_energy() : std::nullopt;
+  if (single) single_stream(executor, feeds, o, r);
+  else offline(executor, feeds, o, r);
+  const auto energy_after = rapl ? read_energy() : std::nullopt;
+  r.samples = r.queries * r.batch;
+  r.throughput = r.duration_s > 0 ? static_cast<double>(r.samples) / r.duration_s : 0;
+  if (energy_before && energy_after && r.samples > 0) {
+    const auto joules = energy_joules_between(*energy_before, *energy_after);
+    r.energy_available = true;
+    r.joules_per_sample = std::accumulate(joules.begin(), joules.end(), 0.0) / static_cast<double>(r.samples);
+  } else {
+    r.energy_reason = rapl ? "the energy counters could not be read" : energy_reason;
+  }
+
+  const double have = single ? static_cast<double>(r.queries) : static_cast<double>(r.samples);
+  std::vector<std::string> short_of;
+  if (r.duration_s < o.min_duration_s)
+    short_of.push_back(fmt::format("ran {:.3g} s of the {:g} s asked for{}", r.duration_s, o.min_duration_s,
+                                   r.queries >= o.max_queries ? fmt::format(" (stopped at --max-queries {})", o.max_queries)
+                                                              : ""));
+  if (have < static_cast<double>(r.min_queries))
+    short_of.push_back(fmt::format("{} {} of the {} asked for", have, single ? "queries" : "samples", r.min_queries));
+  if (single) {
+    r.latency_bound = percentile_upper_bound(r.latencies_s, o.percentile, o.confidence);
+    if (!r.latency_bound.available) short_of.push_back(r.latency_bound.reason);
+  }
+  r.valid = short_of.empty();
+  if (r.valid)
+    r.reason = fmt::format("{} {} in {:.3g} s (at least {} and {:g} s asked for)", have,
+                           single ? "queries" : "samples", r.duration_s, r.min_queries, o.min_duration_s);
+  else
+    r.reason = fmt::format("{}", fmt::join(short_of, "; "));
+  return r;
+}
+
+}  // namespace d5

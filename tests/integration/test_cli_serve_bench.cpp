@@ -1,0 +1,54 @@
+// Integration: `d5 serve-bench` on LeNet-5 with every executor built in: each scenario VALID with
+// the query counts its rule asks for, results with raw samples, usage errors with their code.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "../support/temp_dir.h"
+#include "process.h"
+
+namespace d5::test {
+namespace {
+
+using nlohmann::json;
+
+TEST(CliServeBench, BothScenariosOnEveryExecutorAreValid) {
+  TempDir dir("d5-serve");
+  const auto r = run_d5({"serve-bench", "lenet5", "--min-duration", "0.2", "--offline-batch", "16", "--format", "json",
+                         "-o", dir.file("s.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(read_file(dir.file("s.json")));
+  int single = 0, offline = 0;
+  for (const auto& c : j["cases"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    EXPECT_EQ(c["state"], "PASSED");
+    EXPECT_EQ(c["outcome"]["validity"], "VALID") << c["outcome"]["reason"];
+    EXPECT_GE(c["extra"]["duration_s"].get<double>(), 0.2);
+    if (c["extra"]["scenario"] == "single-stream") {
+      ++single;
+      EXPECT_EQ(c["params"]["batch"], 1);
+      EXPECT_GE(c["extra"]["queries"].get<int64_t>(), 44);  // what the p90 bound at 99% needs
+      EXPECT_TRUE(c["extra"]["latency_bound"]["available"].get<bool>());
+      EXPECT_EQ(c["metrics"][0]["name"], "latency");
+      EXPECT_EQ(c["metrics"][0]["samples"].size(), c["extra"]["queries"].get<size_t>());
+      // The bound is a sample at or above the median.
+      EXPECT_GE(c["extra"]["latency_bound"]["value_s"].get<double>(), c["metrics"][0]["summary"]["median"].get<double>());
+    } else {
+      ++offline;
+      EXPECT_EQ(c["params"]["batch"], 16);
+      EXPECT_GE(c["extra"]["samples"].get<int64_t>(), 1024);
+      EXPECT_EQ(c["metrics"][0]["name"], "throughput");
+    }
+  }
+  EXPECT_EQ(single, offline);
+  EXPECT_GE(single, 1);
+}
+
+TEST(CliServeBench, AnUnknownScenarioIsAUsageError) {
+  const auto r = run_d5({"serve-bench", "lenet5", "--scenario", "server"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no inference scenario 'server' (scenarios: single-stream, offline)"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace d5::test

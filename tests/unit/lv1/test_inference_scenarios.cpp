@@ -1,0 +1,122 @@
+// Inference scenarios: the load generator and the system under test on separate threads, query
+// counts and validity by the rules, the single-stream bound as the order statistic the binomial
+// rule picks (percentile_bound.h, checked against exact sums there), offline's throughput from its
+// completions, and an executor's error reaching the caller instead of a hang.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "deep500/backends/builtin.h"
+#include "deep500/core/error.h"
+#include "deep500/net/inference_scenarios.h"
+#include "deep500/net/operator_executor.h"
+#include "executor_test_nets.h"
+
+namespace d5 {
+namespace {
+
+// Records the threads the executor ran on.
+struct ThreadProbe : ExecutorEvent {
+  void before_executor(const TensorMap&) override {
+    std::lock_guard lock(mu);
+    threads.insert(std::this_thread::get_id());
+    ++calls;
+  }
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  int calls = 0;
+};
+
+class InferenceScenarios : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { register_builtin_operators(); }
+};
+
+TEST_F(InferenceScenarios, SingleStreamRunsTheQueriesAskedForOnAnotherThreadAndBoundsTheP90) {
+  Network net = test::mlp(1, 8, 16, 4);
+  ReferenceExecutor ex(net);
+  auto probe = std::make_shared<ThreadProbe>();
+  ex.add_event(probe);
+  ScenarioOptions o;
+  o.min_duration_s = 0;
+  o.min_queries = 100;
+  o.warmup_queries = 2;
+  const ScenarioResult r = run_inference_scenario(ex, test::feeds_for(net, 4), o);
+  EXPECT_EQ(r.queries, 100);  // both conditions met: no query more
+  EXPECT_EQ(r.batch, 1);
+  EXPECT_EQ(r.samples, 100);
+  ASSERT_EQ(r.latencies_s.size(), 100u);
+  EXPECT_TRUE(std::all_of(r.latencies_s.begin(), r.latencies_s.end(), [](double s) { return s > 0; }));
+  EXPECT_EQ(probe->calls, 102);  // the warm-up queries too
+  ASSERT_EQ(probe->threads.size(), 1u);
+  EXPECT_NE(*probe->threads.begin(), std::this_thread::get_id());  // the system under test's own thread
+  // p90 at 99% from 100 samples: the 97th fastest (exact binomial sum 0.99216).
+  ASSERT_TRUE(r.latency_bound.available);
+  EXPECT_EQ(r.latency_bound.rank, 97);
+  std::vector<double> sorted = r.latencies_s;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(r.latency_bound.value, sorted[96]);
+  EXPECT_TRUE(r.valid) << r.reason;
+  EXPECT_NEAR(r.throughput, 100 / r.duration_s, 1e-9 * r.throughput);
+  EXPECT_TRUE(r.energy_available || !r.energy_reason.empty());
+}
+
+TEST_F(InferenceScenarios, TooFewQueriesOrTooShortARunIsInvalidAndSaysWhy) {
+  Network net = test::mlp(1, 8, 16, 4);
+  ReferenceExecutor ex(net);
+  ScenarioOptions o;
+  o.min_duration_s = 0;
+  o.max_queries = 10;  // the p90 bound needs 44
+  ScenarioResult r = run_inference_scenario(ex, test::feeds_for(net, 4), o);
+  EXPECT_EQ(r.queries, 10);
+  EXPECT_EQ(r.min_queries, 44);
+  EXPECT_FALSE(r.valid);
+  EXPECT_NE(r.reason.find("10 queries of the 44 asked for"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("needs at least 44"), std::string::npos) << r.reason;
+  o.max_queries = 50;
+  o.min_duration_s = 30;  // cannot be reached in 50 queries of a tiny MLP
+  r = run_inference_scenario(ex, test::feeds_for(net, 4), o);
+  EXPECT_FALSE(r.valid);
+  EXPECT_NE(r.reason.find("of the 30 s asked for (stopped at --max-queries 50)"), std::string::npos) << r.reason;
+}
+
+TEST_F(InferenceScenarios, OfflineIssuesEveryQueryAtOnceAndCountsSamples) {
+  Network net = test::mlp(4, 8, 16, 4);
+  ReferenceExecutor ex(net);
+  ScenarioOptions o;
+  o.scenario = InferenceScenario::offline;
+  o.min_duration_s = 0;
+  o.min_queries = 64;  // samples: 16 queries of 4
+  const ScenarioResult r = run_inference_scenario(ex, test::feeds_for(net, 4), o);
+  EXPECT_EQ(r.batch, 4);
+  EXPECT_EQ(r.queries, 16);
+  EXPECT_EQ(r.samples, 64);
+  ASSERT_EQ(r.intervals_s.size(), 16u);
+  ASSERT_EQ(r.latencies_s.size(), 16u);
+  // Issued at once and served in order: each query waits for those before it.
+  for (size_t i = 1; i < r.latencies_s.size(); ++i) EXPECT_GE(r.latencies_s[i] + 1e-4, r.latencies_s[i - 1]);
+  double spacing = 0;
+  for (double s : r.intervals_s) spacing += s;
+  EXPECT_NEAR(spacing, r.duration_s, 1e-9 + 1e-6 * r.duration_s);  // the completions tile the run
+  EXPECT_NEAR(r.throughput, 64 / r.duration_s, 1e-9 * r.throughput);
+  EXPECT_TRUE(r.valid) << r.reason;
+}
+
+TEST_F(InferenceScenarios, AnExecutorErrorReachesTheCaller) {
+  Network net = test::mlp(1, 8, 16, 4);
+  ReferenceExecutor ex(net);
+  TensorMap wrong = test::feeds_for(net, 4);
+  wrong.erase("x");
+  EXPECT_THROW(run_inference_scenario(ex, wrong, {}), Error);
+  ScenarioOptions offline;
+  offline.scenario = InferenceScenario::offline;
+  EXPECT_THROW(run_inference_scenario(ex, wrong, offline), Error);
+  EXPECT_THROW(parse_inference_scenario("server"), InvalidArgument);
+  EXPECT_EQ(parse_inference_scenario("offline"), InferenceScenario::offline);
+}
+
+}  // namespace
+}  // namespace d5
