@@ -21,6 +21,8 @@ struct ServeOpts {
   std::string model;
   std::vector<std::string> backends, scenarios = {"single-stream", "offline"};
   int64_t offline_batch = 32;
+  bool search_qps = false;
+  int search_steps = 6;
   ScenarioOptions scenario;
   OutputOptions out;
 };
@@ -59,9 +61,29 @@ CaseResult scenario_case(Network& net, const std::string& backend, InferenceScen
     c.detail = e.what();
     return c;
   }
-  const ScenarioResult r = run_inference_scenario(*ex, synthetic_feeds(net, seed), so);
+  const TensorMap feeds = synthetic_feeds(net, seed);
+  nlohmann::json search;
+  ScenarioResult r;
+  if (scenario == InferenceScenario::server && o.search_qps) {
+    const QpsSearch q = search_server_qps(*ex, feeds, so, o.search_steps);
+    search = {{"capacity_qps", q.capacity_qps}, {"best_qps", q.best_qps}, {"runs", nlohmann::json::array()}};
+    for (const auto& run : q.runs)
+      search["runs"].push_back({{"target_qps", run.target_qps}, {"valid", run.valid}, {"reason", run.reason},
+                                {"p_bound_s", run.latency_bound.available ? nlohmann::json(run.latency_bound.value)
+                                                                          : nlohmann::json(nullptr)}});
+    if (q.best_run < 0) {
+      r = q.runs.back();
+      r.valid = false;
+      r.reason = fmt::format("no rate tried met the {:g} s bound (capacity {:.4g} queries/s one at a time; {})",
+                             so.latency_bound_s, q.capacity_qps, r.reason);
+    } else {
+      r = q.runs[static_cast<size_t>(q.best_run)];
+    }
+  } else {
+    r = run_inference_scenario(*ex, feeds, so);
+  }
   c.params["batch"] = r.batch;
-  if (scenario == InferenceScenario::single_stream) {
+  if (scenario != InferenceScenario::offline) {
     c.metrics.push_back(record("latency", "s", r.latencies_s));
     c.metrics.push_back(record("throughput", "samples/s", {r.throughput}));
   } else {  // offline's score is its throughput; the completions' spacing shows how steady it was
@@ -75,7 +97,22 @@ CaseResult scenario_case(Network& net, const std::string& backend, InferenceScen
              {"duration_s", r.duration_s},      {"throughput", r.throughput}, {"min_queries", r.min_queries},
              {"energy", r.energy_available ? nlohmann::json{{"joules_per_sample", r.joules_per_sample}}
                                            : nlohmann::json{{"unavailable", r.energy_reason}}}};
-  if (scenario == InferenceScenario::single_stream) {
+  if (scenario == InferenceScenario::server) {
+    const PercentileBound& b = r.latency_bound;
+    c.params["latency_bound_s"] = so.latency_bound_s;
+    c.params["percentile"] = so.server_percentile;
+    c.extra["target_qps"] = r.target_qps;
+    c.extra["achieved_qps"] = r.achieved_qps;
+    c.extra["latency_bound"] = {{"percentile", b.p}, {"confidence", b.confidence}, {"available", b.available},
+                                {"rank", b.rank},    {"value_s", b.value},         {"achieved", b.achieved},
+                                {"bound_s", so.latency_bound_s}, {"met", r.meets_latency_bound}};
+    if (!search.is_null()) c.extra["search"] = search;
+    c.detail = fmt::format("{} {:.4g} queries/s (Poisson, {} queries): p{:g} latency at most {} with {:g}% "
+                           "confidence, bound {}",
+                           search.is_null() ? "at" : "best rate", r.target_qps, r.queries, 100 * b.p,
+                           b.available ? format_seconds(b.value) : "(no bound)", 100 * b.confidence,
+                           format_seconds(so.latency_bound_s));
+  } else if (scenario == InferenceScenario::single_stream) {
     const PercentileBound& b = r.latency_bound;
     c.params["percentile"] = so.percentile;
     c.params["confidence"] = so.confidence;
@@ -95,15 +132,16 @@ CaseResult scenario_case(Network& net, const std::string& backend, InferenceScen
   return c;
 }
 
-int run_serve_bench(const ServeOpts& o, const GlobalOptions& g) {
+int run_serve_bench(ServeOpts o, const GlobalOptions& g) {
   register_builtin_operators();
   ExperimentSettings settings = settings_from(g);
+  o.scenario.seed = settings.stream("serve-bench/arrivals").seed();  // the server's Poisson arrivals
   std::vector<InferenceScenario> scenarios;
   for (const auto& s : o.scenarios) scenarios.push_back(parse_inference_scenario(s));
   const std::vector<std::string> backends = o.backends.empty() ? executor_backends() : o.backends;
   Results res;
   for (InferenceScenario s : scenarios) {
-    // Single-stream queries are one sample; offline runs the network at its batch.
+    // Single-stream and server queries are one sample; offline runs the network at its batch.
     const int64_t batch = s == InferenceScenario::offline ? o.offline_batch : 1;
     LoadedNetwork loaded = load_network(o.model, batch, NetMode::Inference);
     for (const auto& b : backends)
@@ -119,13 +157,14 @@ int run_serve_bench(const ServeOpts& o, const GlobalOptions& g) {
 
 Command register_serve_bench(CLI::App& app, const GlobalOptions& g) {
   auto* cmd = app.add_subcommand("serve-bench",
-                                 "Inference scenarios after MLPerf LoadGen: single-stream (p90 latency bound) and offline "
-                                 "(throughput), VALID/INVALID by query counts and duration");
+                                 "Inference scenarios after MLPerf LoadGen: single-stream (p90 latency bound), offline "
+                                 "(throughput), server (Poisson arrivals, p99 within a latency bound, a rate search); "
+                                 "VALID/INVALID by query counts, duration and bound");
   auto o = std::make_shared<ServeOpts>();
   cmd->add_option("model", o->model, "An ONNX file (MODEL.onnx) or a model zoo name (see 'd5 models list')")->required();
   cmd->add_option("--backend", o->backends, "Executors, comma-separated (default: every executor built in)")
       ->delimiter(',');
-  cmd->add_option("--scenario", o->scenarios, "Scenarios, comma-separated: single-stream, offline")
+  cmd->add_option("--scenario", o->scenarios, "Scenarios, comma-separated: single-stream, offline, server")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--min-duration", o->scenario.min_duration_s, "Seconds each scenario runs at least")
@@ -146,6 +185,17 @@ Command register_serve_bench(CLI::App& app, const GlobalOptions& g) {
       ->capture_default_str();
   cmd->add_option("--offline-batch", o->offline_batch, "Samples per query in the offline scenario")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--target-qps", o->scenario.target_qps, "Server: the Poisson arrival rate, queries per second")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--latency-bound", o->scenario.latency_bound_s,
+                  "Server: the latency (s) the p99 must meet, as an upper bound at --confidence")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_flag("--search-qps", o->search_qps,
+                "Server: search the highest rate that meets --latency-bound (bisection from the one-at-a-time capacity)");
+  cmd->add_option("--search-steps", o->search_steps, "Server runs of the rate search")
+      ->check(CLI::Range(1, 30))
       ->capture_default_str();
   add_output_options(*cmd, o->out);
   return {cmd, [o, &g] { return run_serve_bench(*o, g); }};

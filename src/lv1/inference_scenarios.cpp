@@ -9,6 +9,7 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include <fmt/format.h>
@@ -168,12 +169,48 @@ void offline(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o
   }
 }
 
+
+// Poisson arrivals: exponential gaps of mean 1 / qps from a seeded generator, so a rerun issues at
+// the same offsets. Each query is issued at its scheduled time (the load generator sleeps until
+// then) and timed from it, so a busy system's queueing counts against it.
+void server(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o, ScenarioResult& r) {
+  D5_CHECK_ARG(o.target_qps > 0, "the server scenario needs a target rate (--target-qps) above 0, got {}", o.target_qps);
+  SystemUnderTest sut(ex, feeds);
+  size_t issued = 0;
+  for (int i = 0; i < o.warmup_queries; ++i) {
+    sut.issue(static_cast<int64_t>(issued++));
+    sut.wait_completed(issued);
+  }
+  std::mt19937_64 rng(o.seed);
+  std::exponential_distribution<double> gap(o.target_qps);
+  const size_t first = issued;
+  const auto start = Clock::now();
+  std::vector<Clock::time_point> scheduled;
+  double offset = 0;
+  while (static_cast<int64_t>(scheduled.size()) < o.max_queries &&
+         (static_cast<int64_t>(scheduled.size()) < r.min_queries || offset < o.min_duration_s)) {
+    offset += gap(rng);
+    const auto at = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(offset));
+    std::this_thread::sleep_until(at);
+    scheduled.push_back(at);
+    sut.issue(static_cast<int64_t>(issued++));
+  }
+  sut.wait_completed(issued);
+  for (size_t q = 0; q < scheduled.size(); ++q)
+    r.latencies_s.push_back(seconds(sut.completed_at(first + q) - scheduled[q]));
+  r.queries = static_cast<int64_t>(scheduled.size());
+  r.duration_s = seconds(sut.completed_at(issued - 1) - start);
+  r.target_qps = o.target_qps;
+  r.achieved_qps = static_cast<double>(r.queries) / std::max(seconds(scheduled.back() - start), 1e-9);
+}
+
 }  // namespace
 
 const char* to_string(InferenceScenario s) {
   switch (s) {
     case InferenceScenario::single_stream: return "single-stream";
     case InferenceScenario::offline: return "offline";
+    case InferenceScenario::server: return "server";
   }
   return "?";
 }
@@ -181,7 +218,8 @@ const char* to_string(InferenceScenario s) {
 InferenceScenario parse_inference_scenario(const std::string& name) {
   if (name == "single-stream") return InferenceScenario::single_stream;
   if (name == "offline") return InferenceScenario::offline;
-  throw InvalidArgument(fmt::format("no inference scenario '{}' (scenarios: single-stream, offline)", name));
+  if (name == "server") return InferenceScenario::server;
+  throw InvalidArgument(fmt::format("no inference scenario '{}' (scenarios: single-stream, offline, server)", name));
 }
 
 ScenarioResult run_inference_scenario(GraphExecutor& executor, const TensorMap& feeds, const ScenarioOptions& o) {
@@ -191,14 +229,18 @@ ScenarioResult run_inference_scenario(GraphExecutor& executor, const TensorMap& 
   ScenarioResult r;
   r.scenario = o.scenario;
   r.batch = batch_of(executor);
-  const bool single = o.scenario == InferenceScenario::single_stream;
+  const bool offline_run = o.scenario == InferenceScenario::offline;
+  const bool server_run = o.scenario == InferenceScenario::server;
+  const bool single = !offline_run;  // counted in queries, judged by a latency percentile
+  const double percentile = server_run ? o.server_percentile : o.percentile;
   r.min_queries = o.min_queries > 0 ? o.min_queries
-                  : single      ? min_samples_for_percentile_bound(o.percentile, o.confidence)
+                  : single      ? min_samples_for_percentile_bound(percentile, o.confidence)
                                 : kOfflineMinSamples;
   std::string energy_reason;
   const bool rapl = !rapl_domains(&energy_reason).empty();
   const auto energy_before = rapl ? read_energy() : std::nullopt;
-  if (single) single_stream(executor, feeds, o, r);
+  if (server_run) server(executor, feeds, o, r);
+  else if (single) single_stream(executor, feeds, o, r);
   else offline(executor, feeds, o, r);
   const auto energy_after = rapl ? read_energy() : std::nullopt;
   r.samples = r.queries * r.batch;
@@ -220,16 +262,59 @@ ScenarioResult run_inference_scenario(GraphExecutor& executor, const TensorMap& 
   if (have < static_cast<double>(r.min_queries))
     short_of.push_back(fmt::format("{} {} of the {} asked for", have, single ? "queries" : "samples", r.min_queries));
   if (single) {
-    r.latency_bound = percentile_upper_bound(r.latencies_s, o.percentile, o.confidence);
+    r.latency_bound = percentile_upper_bound(r.latencies_s, percentile, o.confidence);
     if (!r.latency_bound.available) short_of.push_back(r.latency_bound.reason);
+  }
+  if (server_run && r.latency_bound.available) {
+    r.meets_latency_bound = r.latency_bound.value <= o.latency_bound_s;
+    if (!r.meets_latency_bound)
+      short_of.push_back(fmt::format("at {:g} queries/s the p{:g} latency may reach {:.4g} s ({:g}% upper bound), "
+                                     "over the bound of {:g} s",
+                                     o.target_qps, 100 * percentile, r.latency_bound.value, 100 * o.confidence,
+                                     o.latency_bound_s));
   }
   r.valid = short_of.empty();
   if (r.valid)
-    r.reason = fmt::format("{} {} in {:.3g} s (at least {} and {:g} s asked for)", have,
-                           single ? "queries" : "samples", r.duration_s, r.min_queries, o.min_duration_s);
+    r.reason = fmt::format("{} {} in {:.3g} s (at least {} and {:g} s asked for){}", have,
+                           single ? "queries" : "samples", r.duration_s, r.min_queries, o.min_duration_s,
+                           server_run ? fmt::format("; the p{:g} latency's {:g}% bound {:.4g} s is within {:g} s",
+                                                    100 * percentile, 100 * o.confidence, r.latency_bound.value,
+                                                    o.latency_bound_s)
+                                      : "");
   else
     r.reason = fmt::format("{}", fmt::join(short_of, "; "));
   return r;
+}
+
+QpsSearch search_server_qps(GraphExecutor& executor, const TensorMap& feeds, const ScenarioOptions& options,
+                            int steps) {
+  D5_CHECK_ARG(steps >= 1, "the rate search needs at least one step, got {}", steps);
+  QpsSearch s;
+  // Capacity: single queries back to back, a short single-stream run.
+  ScenarioOptions probe = options;
+  probe.scenario = InferenceScenario::single_stream;
+  probe.min_duration_s = std::min(options.min_duration_s, 0.5);
+  probe.min_queries = 0;
+  const ScenarioResult p = run_inference_scenario(executor, feeds, probe);
+  std::vector<double> sorted = p.latencies_s;
+  std::sort(sorted.begin(), sorted.end());
+  s.capacity_qps = 1 / std::max(sorted[sorted.size() / 2], 1e-9);
+  double good = 0, bad = s.capacity_qps;  // the bound is met below `good`... and not at `bad` (assumed)
+  for (int i = 0; i < steps; ++i) {
+    ScenarioOptions o = options;
+    o.scenario = InferenceScenario::server;
+    o.target_qps = i == 0 ? 0.5 * s.capacity_qps : 0.5 * (good + bad);
+    s.runs.push_back(run_inference_scenario(executor, feeds, o));
+    const ScenarioResult& r = s.runs.back();
+    if (r.valid) {
+      good = o.target_qps;
+      s.best_qps = good;
+      s.best_run = static_cast<int>(s.runs.size()) - 1;
+    } else {
+      bad = o.target_qps;
+    }
+  }
+  return s;
 }
 
 }  // namespace d5

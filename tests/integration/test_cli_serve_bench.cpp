@@ -44,10 +44,35 @@ TEST(CliServeBench, BothScenariosOnEveryExecutorAreValid) {
   EXPECT_GE(single, 1);
 }
 
-TEST(CliServeBench, AnUnknownScenarioIsAUsageError) {
-  const auto r = run_d5({"serve-bench", "lenet5", "--scenario", "server"});
+TEST(CliServeBench, TheServerScenarioMeetsAGenerousBoundAndSearchesARate) {
+  TempDir dir("d5-serve");
+  auto r = run_d5({"serve-bench", "lenet5", "--backend", "reference", "--scenario", "server", "--target-qps", "500",
+                   "--latency-bound", "1", "--min-duration", "0.2", "--format", "json", "-o", dir.file("s.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json c = json::parse(read_file(dir.file("s.json")))["cases"][0];
+  EXPECT_EQ(c["outcome"]["validity"], "VALID") << c["outcome"]["reason"];
+  EXPECT_GE(c["extra"]["queries"].get<int64_t>(), 459);  // what a p99 bound at 99% needs
+  EXPECT_TRUE(c["extra"]["latency_bound"]["met"].get<bool>());
+  EXPECT_LE(c["extra"]["latency_bound"]["value_s"].get<double>(), 1.0);
+  r = run_d5({"serve-bench", "lenet5", "--backend", "reference", "--scenario", "server", "--search-qps",
+              "--search-steps", "3", "--latency-bound", "1", "--min-duration", "0.1", "--format", "json", "-o",
+              dir.file("search.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  c = json::parse(read_file(dir.file("search.json")))["cases"][0];
+  ASSERT_EQ(c["extra"]["search"]["runs"].size(), 3u);
+  EXPECT_GT(c["extra"]["search"]["best_qps"].get<double>(), 0);
+  EXPECT_EQ(c["extra"]["target_qps"], c["extra"]["search"]["best_qps"]);
+}
+
+TEST(CliServeBench, UsageErrorsSayWhatToFix) {
+  auto r = run_d5({"serve-bench", "lenet5", "--scenario", "multi-stream"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("no inference scenario 'server' (scenarios: single-stream, offline)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no inference scenario 'multi-stream' (scenarios: single-stream, offline, server)"),
+            std::string::npos)
+      << r.err;
+  r = run_d5({"serve-bench", "lenet5", "--backend", "reference", "--scenario", "server"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("needs a target rate (--target-qps)"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -12,6 +12,12 @@
 //   the run lasted min_duration and processed min_queries samples. A run that ends short of
 //   min_duration (the warm-up's pace misjudged the count) is repeated with the count its own pace
 //   asks for, up to three times.
+// - server: queries of one sample arrive as a Poisson process at target_qps (seeded), each issued
+//   at its arrival time whether or not the system is busy, and timed from that scheduled time; the
+//   run meets its latency bound when the upper confidence bound on the p99 latency (as for
+//   single-stream) is within latency_bound_s. VALID when it lasted min_duration, issued
+//   min_queries (459: what a p99 bound at 99% needs) and met the bound. search_server_qps finds
+//   the highest rate that does.
 //
 // Energy per sample comes from RAPL where the host exposes it, else its reason is kept.
 #include <cstdint>
@@ -23,7 +29,7 @@
 
 namespace d5 {
 
-enum class InferenceScenario { single_stream, offline };
+enum class InferenceScenario { single_stream, offline, server };
 const char* to_string(InferenceScenario s);
 InferenceScenario parse_inference_scenario(const std::string& name);  // InvalidArgument naming the choices
 
@@ -37,6 +43,12 @@ struct ScenarioOptions {
   double percentile = 0.9;          // single-stream's
   double confidence = 0.99;         // of the percentile's bound
   int warmup_queries = 3;           // untimed, before the measured run
+  // Server: the arrival rate, the latency every query must meet at server_percentile, the seed of
+  // the arrivals.
+  double target_qps = 0;
+  double latency_bound_s = 0.1;
+  double server_percentile = 0.99;
+  uint64_t seed = 0x5eed;
 };
 
 struct ScenarioResult {
@@ -47,7 +59,10 @@ struct ScenarioResult {
   std::vector<double> intervals_s;   // offline: between consecutive completions (the first from the issue)
   double duration_s = 0;             // first issue to last completion
   double throughput = 0;             // samples per second over duration_s
-  PercentileBound latency_bound;     // single-stream: the early-stopping estimate of the percentile
+  PercentileBound latency_bound;     // single-stream, server: the early-stopping estimate of the percentile
+  double target_qps = 0;             // server: the arrival rate asked for
+  double achieved_qps = 0;           // server: queries over the time they were issued in
+  bool meets_latency_bound = false;  // server
   int64_t min_queries = 0;           // what validity asked for (queries, or samples offline)
   bool valid = false;
   std::string reason;                // why VALID or INVALID, always set
@@ -60,5 +75,16 @@ struct ScenarioResult {
 // outputs are not checked here: `d5 net` validates executors). The query's batch is the first
 // dimension of the network's first input. InvalidArgument for inconsistent options.
 ScenarioResult run_inference_scenario(GraphExecutor& executor, const TensorMap& feeds, const ScenarioOptions& options);
+
+// The highest arrival rate whose server run meets the latency bound, by bisection: between 0 and
+// the rate the system sustains one query at a time (measured first), `steps` server runs, each
+// halving the interval between the highest rate that met the bound and the lowest that did not.
+struct QpsSearch {
+  double capacity_qps = 0;           // from single queries back to back
+  std::vector<ScenarioResult> runs;  // in the order tried
+  double best_qps = 0;               // 0: no rate tried met the bound
+  int best_run = -1;                 // index into runs
+};
+QpsSearch search_server_qps(GraphExecutor& executor, const TensorMap& feeds, const ScenarioOptions& options, int steps);
 
 }  // namespace d5

@@ -114,8 +114,77 @@ TEST_F(InferenceScenarios, AnExecutorErrorReachesTheCaller) {
   ScenarioOptions offline;
   offline.scenario = InferenceScenario::offline;
   EXPECT_THROW(run_inference_scenario(ex, wrong, offline), Error);
-  EXPECT_THROW(parse_inference_scenario("server"), InvalidArgument);
+  EXPECT_THROW(parse_inference_scenario("multi-stream"), InvalidArgument);
+  EXPECT_EQ(parse_inference_scenario("server"), InferenceScenario::server);
   EXPECT_EQ(parse_inference_scenario("offline"), InferenceScenario::offline);
+}
+
+}  // namespace
+}  // namespace d5
+
+namespace d5 {
+namespace {
+
+ScenarioOptions server_options(double qps, double bound) {
+  ScenarioOptions o;
+  o.scenario = InferenceScenario::server;
+  o.target_qps = qps;
+  o.latency_bound_s = bound;
+  o.min_duration_s = 0.05;
+  return o;
+}
+
+// Poisson arrivals at 2000/s: 459 queries at least (a p99 bound at 99% needs them), issued at the
+// seeded offsets (the same count again), their rate the one asked for within 4 standard
+// deviations of a mean of 459 exponential gaps (4 / sqrt(459) = 19 %).
+TEST_F(InferenceScenarios, ServerArrivalsArePoissonAtTheRateAskedForAndRepeat) {
+  Network net = test::mlp(1, 8, 16, 4);
+  ReferenceExecutor ex(net);
+  const TensorMap feeds = test::feeds_for(net, 4);
+  const ScenarioResult a = run_inference_scenario(ex, feeds, server_options(2000, 1.0));
+  EXPECT_EQ(a.min_queries, 459);
+  EXPECT_EQ(a.queries, 459);
+  EXPECT_NEAR(a.achieved_qps, 2000, 0.19 * 2000);
+  EXPECT_TRUE(a.meets_latency_bound);
+  EXPECT_TRUE(a.valid) << a.reason;
+  EXPECT_NE(a.reason.find("the p99 latency's 99% bound"), std::string::npos) << a.reason;
+  const ScenarioResult b = run_inference_scenario(ex, feeds, server_options(2000, 1.0));
+  EXPECT_EQ(b.queries, a.queries);
+  EXPECT_EQ(b.achieved_qps > 0, true);
+  // A bound no system meets: INVALID, saying by how much.
+  const ScenarioResult c = run_inference_scenario(ex, feeds, server_options(2000, 1e-9));
+  EXPECT_FALSE(c.meets_latency_bound);
+  EXPECT_FALSE(c.valid);
+  EXPECT_NE(c.reason.find("over the bound of 1e-09 s"), std::string::npos) << c.reason;
+  ScenarioOptions no_rate = server_options(0, 1.0);
+  EXPECT_THROW(run_inference_scenario(ex, feeds, no_rate), InvalidArgument);
+}
+
+// The search bisects: each rate tried is the midpoint between the highest that met the bound and
+// the lowest that did not (the one-at-a-time capacity at first).
+TEST_F(InferenceScenarios, TheRateSearchBisectsBetweenMetAndMissed) {
+  Network net = test::mlp(1, 8, 16, 4);
+  ReferenceExecutor ex(net);
+  const TensorMap feeds = test::feeds_for(net, 4);
+  const QpsSearch never = search_server_qps(ex, feeds, server_options(0, 1e-9), 3);
+  ASSERT_EQ(never.runs.size(), 3u);
+  EXPECT_GT(never.capacity_qps, 0);
+  EXPECT_EQ(never.best_run, -1);
+  EXPECT_EQ(never.best_qps, 0);
+  EXPECT_DOUBLE_EQ(never.runs[0].target_qps, 0.5 * never.capacity_qps);
+  EXPECT_DOUBLE_EQ(never.runs[1].target_qps, 0.25 * never.capacity_qps);
+  EXPECT_DOUBLE_EQ(never.runs[2].target_qps, 0.125 * never.capacity_qps);
+  // A bound every rate meets (a tenth of the capacity's rate keeps the sleeps coarse enough).
+  const QpsSearch always = search_server_qps(ex, feeds, server_options(0, 10.0), 2);
+  ASSERT_EQ(always.runs.size(), 2u);
+  EXPECT_TRUE(always.runs[0].valid) << always.runs[0].reason;
+  EXPECT_DOUBLE_EQ(always.runs[1].target_qps, 0.75 * always.capacity_qps);
+  if (always.runs[1].valid) {
+    EXPECT_EQ(always.best_run, 1);
+  } else {  // on a loaded machine the queue may build up near capacity
+    EXPECT_EQ(always.best_run, 0);
+  }
+  EXPECT_DOUBLE_EQ(always.best_qps, always.runs[static_cast<size_t>(always.best_run)].target_qps);
 }
 
 }  // namespace
