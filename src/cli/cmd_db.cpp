@@ -1,6 +1,7 @@
 // d5 db: the result history (docs/db.md): import result files, query them, a case's history,
 // regressions between consecutive runs (exit 1 when there is one).
 #include <cstdlib>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -72,7 +73,9 @@ int run_query(const DbOpts& o) {
                         format_value(m.median), ci, m.unit);
     j.push_back(to_json(m, false));
   }
-  text += fmt::format("{} measurement(s) in {} run(s) of {}\n", rows.size(), db.runs(o.filter).size(), o.db);
+  std::set<std::string> runs;
+  for (const auto& m : rows) runs.insert(m.run_hash);
+  text += fmt::format("{} measurement(s) of {} run(s) in {}\n", rows.size(), runs.size(), o.db);
   emit_text(text, {{"schema", "deep500.db.query"}, {"database", o.db}, {"measurements", j}}, o.out);
   return kExitOk;
 }

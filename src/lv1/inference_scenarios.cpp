@@ -28,6 +28,19 @@ constexpr int64_t kOfflineMinSamples = 1024;
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// The energy counters around the measured part of a run (after the warm-up): start() when it
+// begins (again for a repeated offline run), stop() when its last query completed.
+struct EnergyWindow {
+  bool rapl = false;
+  std::optional<EnergyReading> begin, end;
+  void start() {
+    if (rapl) begin = read_energy();
+  }
+  void stop() {
+    if (rapl) end = read_energy();
+  }
+};
+
 // The system under test: a thread that takes queries from a queue, runs the executor once per
 // query and records when each completed. The load generator only issues and waits.
 class SystemUnderTest {
@@ -106,13 +119,15 @@ int64_t batch_of(GraphExecutor& ex) {
   return s.rank() > 0 ? s[0] : 1;
 }
 
-void single_stream(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o, ScenarioResult& r) {
+void single_stream(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o, ScenarioResult& r,
+                   EnergyWindow& energy) {
   SystemUnderTest sut(ex, feeds);
   size_t issued = 0;
   for (int i = 0; i < o.warmup_queries; ++i) {
     sut.issue(static_cast<int64_t>(issued++));
     sut.wait_completed(issued);
   }
+  energy.start();
   const auto start = Clock::now();
   auto last = start;
   while (r.queries < o.max_queries &&
@@ -124,10 +139,12 @@ void single_stream(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOpti
     r.latencies_s.push_back(seconds(last - at));
     ++r.queries;
   }
+  energy.stop();
   r.duration_s = seconds(last - start);
 }
 
-void offline(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o, ScenarioResult& r) {
+void offline(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o, ScenarioResult& r,
+             EnergyWindow& energy) {
   SystemUnderTest sut(ex, feeds);
   size_t issued = 0;
   // Warm-up queries also size the run: enough batches for min_duration at the warm-up's pace.
@@ -148,6 +165,7 @@ void offline(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o
     const auto for_duration = static_cast<int64_t>(std::ceil(1.1 * o.min_duration_s / per_batch_s));
     const int64_t queries = std::clamp<int64_t>(std::max(for_samples, for_duration), 1, most);
     const size_t first = issued;
+    energy.start();
     const auto start = Clock::now();
     std::vector<Clock::time_point> issued_at;
     for (int64_t q = 0; q < queries; ++q) {
@@ -155,6 +173,7 @@ void offline(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o
       sut.issue(static_cast<int64_t>(issued++));
     }
     sut.wait_completed(issued);
+    energy.stop();
     r.latencies_s.clear();
     r.intervals_s.clear();
     for (int64_t q = 0; q < queries; ++q) {
@@ -173,7 +192,8 @@ void offline(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o
 // Poisson arrivals: exponential gaps of mean 1 / qps from a seeded generator, so a rerun issues at
 // the same offsets. Each query is issued at its scheduled time (the load generator sleeps until
 // then) and timed from it, so a busy system's queueing counts against it.
-void server(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o, ScenarioResult& r) {
+void server(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o, ScenarioResult& r,
+            EnergyWindow& energy) {
   D5_CHECK_ARG(o.target_qps > 0, "the server scenario needs a target rate (--target-qps) above 0, got {}", o.target_qps);
   SystemUnderTest sut(ex, feeds);
   size_t issued = 0;
@@ -184,6 +204,7 @@ void server(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o,
   std::mt19937_64 rng(o.seed);
   std::exponential_distribution<double> gap(o.target_qps);
   const size_t first = issued;
+  energy.start();
   const auto start = Clock::now();
   std::vector<Clock::time_point> scheduled;
   double offset = 0;
@@ -196,6 +217,7 @@ void server(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o,
     sut.issue(static_cast<int64_t>(issued++));
   }
   sut.wait_completed(issued);
+  energy.stop();
   for (size_t q = 0; q < scheduled.size(); ++q)
     r.latencies_s.push_back(seconds(sut.completed_at(first + q) - scheduled[q]));
   r.queries = static_cast<int64_t>(scheduled.size());
@@ -237,20 +259,19 @@ ScenarioResult run_inference_scenario(GraphExecutor& executor, const TensorMap& 
                   : single      ? min_samples_for_percentile_bound(percentile, o.confidence)
                                 : kOfflineMinSamples;
   std::string energy_reason;
-  const bool rapl = !rapl_domains(&energy_reason).empty();
-  const auto energy_before = rapl ? read_energy() : std::nullopt;
-  if (server_run) server(executor, feeds, o, r);
-  else if (single) single_stream(executor, feeds, o, r);
-  else offline(executor, feeds, o, r);
-  const auto energy_after = rapl ? read_energy() : std::nullopt;
+  EnergyWindow energy;
+  energy.rapl = !rapl_domains(&energy_reason).empty();
+  if (server_run) server(executor, feeds, o, r, energy);
+  else if (single) single_stream(executor, feeds, o, r, energy);
+  else offline(executor, feeds, o, r, energy);
   r.samples = r.queries * r.batch;
   r.throughput = r.duration_s > 0 ? static_cast<double>(r.samples) / r.duration_s : 0;
-  if (energy_before && energy_after && r.samples > 0) {
-    const auto joules = energy_joules_between(*energy_before, *energy_after);
+  if (energy.begin && energy.end && r.samples > 0) {
+    const auto joules = energy_joules_between(*energy.begin, *energy.end);
     r.energy_available = true;
     r.joules_per_sample = std::accumulate(joules.begin(), joules.end(), 0.0) / static_cast<double>(r.samples);
   } else {
-    r.energy_reason = rapl ? "the energy counters could not be read" : energy_reason;
+    r.energy_reason = energy.rapl ? "the energy counters could not be read" : energy_reason;
   }
 
   const double have = single ? static_cast<double>(r.queries) : static_cast<double>(r.samples);
