@@ -21,7 +21,7 @@ const Registry<CommandFactory>& command_registry() {
     reg->add("report", "result files as one HTML page", register_report);
     reg->add("rerun", "an experiment run again from its manifest and compared", register_rerun);
     reg->add("scaling", "one training run on several rank counts through mpirun", register_scaling);
-    reg->add("serve-bench", "inference scenarios (single-stream, offline, server) after MLPerf LoadGen", register_serve_bench);
+    reg->add("serve-bench", "inference scenarios (single-stream, multi-stream, offline, server) after MLPerf LoadGen", register_serve_bench);
     reg->add("db", "the result history: import, query, history, regressions", register_db);
     return reg;
   }();

@@ -231,6 +231,7 @@ void server(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o,
 const char* to_string(InferenceScenario s) {
   switch (s) {
     case InferenceScenario::single_stream: return "single-stream";
+    case InferenceScenario::multi_stream: return "multi-stream";
     case InferenceScenario::offline: return "offline";
     case InferenceScenario::server: return "server";
   }
@@ -239,9 +240,10 @@ const char* to_string(InferenceScenario s) {
 
 InferenceScenario parse_inference_scenario(const std::string& name) {
   if (name == "single-stream") return InferenceScenario::single_stream;
+  if (name == "multi-stream") return InferenceScenario::multi_stream;
   if (name == "offline") return InferenceScenario::offline;
   if (name == "server") return InferenceScenario::server;
-  throw InvalidArgument(fmt::format("no inference scenario '{}' (scenarios: single-stream, offline, server)", name));
+  throw InvalidArgument(fmt::format("no inference scenario '{}' (scenarios: single-stream, multi-stream, offline, server)", name));
 }
 
 ScenarioResult run_inference_scenario(GraphExecutor& executor, const TensorMap& feeds, const ScenarioOptions& o) {
@@ -254,7 +256,9 @@ ScenarioResult run_inference_scenario(GraphExecutor& executor, const TensorMap& 
   const bool offline_run = o.scenario == InferenceScenario::offline;
   const bool server_run = o.scenario == InferenceScenario::server;
   const bool single = !offline_run;  // counted in queries, judged by a latency percentile
-  const double percentile = server_run ? o.server_percentile : o.percentile;
+  const double percentile = server_run                                      ? o.server_percentile
+                            : o.scenario == InferenceScenario::multi_stream ? o.multi_stream_percentile
+                                                                            : o.percentile;
   r.min_queries = o.min_queries > 0 ? o.min_queries
                   : single      ? min_samples_for_percentile_bound(percentile, o.confidence)
                                 : kOfflineMinSamples;

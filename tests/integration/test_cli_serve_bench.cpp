@@ -44,6 +44,20 @@ TEST(CliServeBench, BothScenariosOnEveryExecutorAreValid) {
   EXPECT_GE(single, 1);
 }
 
+TEST(CliServeBench, MultiStreamQueriesCarryOneSamplePerStreamAndBoundTheP99) {
+  TempDir dir("d5-serve");
+  const auto r = run_d5({"serve-bench", "lenet5", "--backend", "reference", "--scenario", "multi-stream", "--streams",
+                         "4", "--min-duration", "0.1", "--format", "json", "-o", dir.file("m.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json c = json::parse(read_file(dir.file("m.json")))["cases"][0];
+  EXPECT_EQ(c["name"], "lenet5/reference/multi-stream");
+  EXPECT_EQ(c["outcome"]["validity"], "VALID") << c["outcome"]["reason"];
+  EXPECT_EQ(c["params"]["batch"], 4);
+  EXPECT_EQ(c["params"]["percentile"], 0.99);
+  EXPECT_GE(c["extra"]["queries"].get<int64_t>(), 459);
+  EXPECT_EQ(c["extra"]["samples"].get<int64_t>(), 4 * c["extra"]["queries"].get<int64_t>());
+}
+
 TEST(CliServeBench, TheServerScenarioMeetsAGenerousBoundAndSearchesARate) {
   TempDir dir("d5-serve");
   auto r = run_d5({"serve-bench", "lenet5", "--backend", "reference", "--scenario", "server", "--target-qps", "500",
@@ -65,9 +79,9 @@ TEST(CliServeBench, TheServerScenarioMeetsAGenerousBoundAndSearchesARate) {
 }
 
 TEST(CliServeBench, UsageErrorsSayWhatToFix) {
-  auto r = run_d5({"serve-bench", "lenet5", "--scenario", "multi-stream"});
+  auto r = run_d5({"serve-bench", "lenet5", "--scenario", "interactive"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("no inference scenario 'multi-stream' (scenarios: single-stream, offline, server)"),
+  EXPECT_NE(r.err.find("no inference scenario 'interactive' (scenarios: single-stream, multi-stream, offline, server)"),
             std::string::npos)
       << r.err;
   r = run_d5({"serve-bench", "lenet5", "--backend", "reference", "--scenario", "server"});

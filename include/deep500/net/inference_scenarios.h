@@ -7,6 +7,9 @@
 //   the score is an upper confidence bound on the latency percentile (p90), LoadGen's early
 //   stopping estimate (percentile_bound.h). VALID when the run lasted min_duration, issued
 //   min_queries and has enough queries for the bound.
+// - multi-stream: as single-stream, with queries of several samples (the network's batch: one per
+//   stream, as from several cameras at once) and the p99 as the percentile (multi_stream_percentile):
+//   459 queries at least.
 // - offline: every query issued at once; the system runs them in batches of the network's batch
 //   size; the score is samples per second from the first issue to the last completion. VALID when
 //   the run lasted min_duration and processed min_queries samples. A run that ends short of
@@ -29,7 +32,7 @@
 
 namespace d5 {
 
-enum class InferenceScenario { single_stream, offline, server };
+enum class InferenceScenario { single_stream, multi_stream, offline, server };
 const char* to_string(InferenceScenario s);
 InferenceScenario parse_inference_scenario(const std::string& name);  // InvalidArgument naming the choices
 
@@ -41,6 +44,7 @@ struct ScenarioOptions {
   int64_t min_queries = 0;
   int64_t max_queries = 1'000'000;  // a run stops here even before min_duration (then INVALID)
   double percentile = 0.9;          // single-stream's
+  double multi_stream_percentile = 0.99;
   double confidence = 0.99;         // of the percentile's bound
   int warmup_queries = 3;           // untimed, before the measured run
   // Server: the arrival rate, the latency every query must meet at server_percentile, the seed of

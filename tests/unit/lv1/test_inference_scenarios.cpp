@@ -114,7 +114,8 @@ TEST_F(InferenceScenarios, AnExecutorErrorReachesTheCaller) {
   ScenarioOptions offline;
   offline.scenario = InferenceScenario::offline;
   EXPECT_THROW(run_inference_scenario(ex, wrong, offline), Error);
-  EXPECT_THROW(parse_inference_scenario("multi-stream"), InvalidArgument);
+  EXPECT_THROW(parse_inference_scenario("interactive"), InvalidArgument);
+  EXPECT_EQ(parse_inference_scenario("multi-stream"), InferenceScenario::multi_stream);
   EXPECT_EQ(parse_inference_scenario("server"), InferenceScenario::server);
   EXPECT_EQ(parse_inference_scenario("offline"), InferenceScenario::offline);
 }
@@ -185,6 +186,31 @@ TEST_F(InferenceScenarios, TheRateSearchBisectsBetweenMetAndMissed) {
     EXPECT_EQ(always.best_run, 0);
   }
   EXPECT_DOUBLE_EQ(always.best_qps, always.runs[static_cast<size_t>(always.best_run)].target_qps);
+}
+
+}  // namespace
+}  // namespace d5
+
+namespace d5 {
+namespace {
+
+// Multi-stream: single-stream's loop with a query of one sample per stream and the p99: 459
+// queries at least, and from exactly 459 the bound is the slowest of them (1 - 0.99^459 >= 0.99).
+TEST_F(InferenceScenarios, MultiStreamBoundsTheP99OfQueriesOfSeveralSamples) {
+  Network net = test::mlp(4, 8, 16, 4);
+  ReferenceExecutor ex(net);
+  ScenarioOptions o;
+  o.scenario = InferenceScenario::multi_stream;
+  o.min_duration_s = 0;
+  const ScenarioResult r = run_inference_scenario(ex, test::feeds_for(net, 4), o);
+  EXPECT_EQ(r.batch, 4);
+  EXPECT_EQ(r.queries, 459);
+  EXPECT_EQ(r.samples, 4 * 459);
+  ASSERT_TRUE(r.latency_bound.available);
+  EXPECT_EQ(r.latency_bound.p, 0.99);
+  EXPECT_EQ(r.latency_bound.rank, 459);
+  EXPECT_EQ(r.latency_bound.value, *std::max_element(r.latencies_s.begin(), r.latencies_s.end()));
+  EXPECT_TRUE(r.valid) << r.reason;
 }
 
 }  // namespace
