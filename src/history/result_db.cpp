@@ -131,7 +131,7 @@ class Transaction {
 struct Where {
   std::string sql;
   std::vector<std::string> values;
-  // `clause` has `uses` placeholders, all for `value`.
+  // Binds `value` to each of the clause's `uses` placeholders (the until filter reads it twice).
   void add(const std::string& clause, const std::string& value, int uses = 1) {
     if (value.empty()) return;
     sql += (sql.empty() ? " WHERE " : " AND ") + clause;

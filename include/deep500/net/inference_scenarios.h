@@ -14,7 +14,7 @@
 //   size; the score is samples per second from the first issue to the last completion. VALID when
 //   the run lasted min_duration and processed min_queries samples. A run that ends short of
 //   min_duration (the warm-up's pace misjudged the count) is repeated with the count its own pace
-//   asks for, up to three times.
+//   asks for, up to five times.
 // - server: queries of one sample arrive as a Poisson process at target_qps (seeded), each issued
 //   at its arrival time whether or not the system is busy, and timed from that scheduled time; the
 //   run meets its latency bound when the upper confidence bound on the p99 latency (as for

@@ -96,10 +96,12 @@ TEST_F(InferenceScenarios, OfflineIssuesEveryQueryAtOnceAndCountsSamples) {
   EXPECT_EQ(r.samples, 64);
   ASSERT_EQ(r.intervals_s.size(), 16u);
   ASSERT_EQ(r.latencies_s.size(), 16u);
-  // Issued at once and served in order: each query waits for those before it.
-  for (size_t i = 1; i < r.latencies_s.size(); ++i) EXPECT_GE(r.latencies_s[i] + 1e-4, r.latencies_s[i - 1]);
+  // Served in issue order: completions never go back in time.
   double spacing = 0;
-  for (double s : r.intervals_s) spacing += s;
+  for (double s : r.intervals_s) {
+    EXPECT_GE(s, 0);
+    spacing += s;
+  }
   EXPECT_NEAR(spacing, r.duration_s, 1e-9 + 1e-6 * r.duration_s);  // the completions tile the run
   EXPECT_NEAR(r.throughput, 64 / r.duration_s, 1e-9 * r.throughput);
   EXPECT_TRUE(r.valid) << r.reason;
