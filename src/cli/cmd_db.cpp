@@ -1,12 +1,20 @@
 // d5 db: the result history (docs/db.md): import result files, query them, a case's history,
-// regressions between consecutive runs (exit 1 when there is one).
+// regressions between consecutive runs (exit 1 when there is one), submissions of recipe runs to
+// ranked lists (exit 1 when a bundle is refused).
+#include <stdlib.h>
+
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "cli_common.h"
+#include "deep500/experiment/recipe_run.h"
+#include "deep500/history/ranked_list.h"
 #include "deep500/history/result_db.h"
+#include "recipe_cli.h"
 
 namespace d5::cli {
 
@@ -14,6 +22,8 @@ namespace {
 
 struct DbOpts {
   std::string db;
+  std::string bundle, recipe, submitter, system;
+  bool verify_outputs = false;
   OutputOptions out;
   DbFilter filter;
   std::vector<std::string> files;
@@ -143,6 +153,142 @@ int run_regressions(const DbOpts& o) {
   return regressions > 0 ? kExitFailed : kExitOk;
 }
 
+// The recipe name run.json records, to find the published recipe by; "" when it has none.
+std::string recorded_recipe_name(const std::string& bundle) {
+  namespace fs = std::filesystem;
+  const fs::path summary = fs::is_directory(bundle) ? fs::path(bundle) / "run.json" : fs::path(bundle);
+  std::ifstream in(summary);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  const nlohmann::json::json_pointer at("/manifest/extra/recipe/name");
+  return !j.is_discarded() && j.contains(at) && j[at].is_string() ? j[at].get<std::string>() : "";
+}
+
+// `d5 rerun --outputs-only` of the bundle in a child process: true when it reproduced every output;
+// else a problem naming the differences (or the log).
+bool rerun_outputs(const std::string& summary, std::vector<std::string>& problems) {
+  namespace fs = std::filesystem;
+  std::string tmpl = (fs::temp_directory_path() / "d5-submit-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) D5_THROW(IoError, "cannot create a temporary directory for the rerun in {}", tmpl);
+  const fs::path work(tmpl);
+  const std::string out = (work / "rerun.json").string(), log = (work / "rerun.log").string();
+  const ProcessOutcome p = run_process(self_executable(),
+                                       {"rerun", "--outputs-only", summary, "--into", (work / "runs").string(),
+                                        "--format", "json", "-o", out},
+                                       log);
+  std::ifstream in(out);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  bool ok = p.exit_code == 0 && !j.is_discarded() && j.value("verdict", "") == "REPRODUCED";
+  const nlohmann::json::json_pointer cases("/outputs/cases");
+  if (ok && !(j.contains(cases) && j[cases].is_number() && j[cases].get<int>() > 0)) {
+    problems.push_back("--verify-outputs: the recipe's runs have no outputs (loss, accuracies, steps) to compare, so "
+                       "a rerun verifies nothing");
+    ok = false;
+  } else if (!ok) {
+    std::string why = fmt::format("d5 rerun --outputs-only exited {}", p.exit_code);
+    if (!j.is_discarded() && j.contains("outputs") && j["outputs"].contains("differences"))
+      for (const auto& d : j["outputs"]["differences"]) why += "; " + d.get<std::string>();
+    std::ifstream l(log);
+    std::string line, last;
+    while (std::getline(l, line))
+      if (!line.empty()) last = line;
+    problems.push_back(fmt::format("outputs not reproduced: {} (last line of its log: {})", why, last));
+  }
+  std::error_code ec;
+  fs::remove_all(work, ec);
+  return ok;
+}
+
+int run_submit(const DbOpts& o) {
+  const std::string name = o.recipe.empty() ? recorded_recipe_name(o.bundle) : o.recipe;
+  if (name.empty())
+    throw InvalidArgument(fmt::format("{} names no recipe: give the published recipe with --recipe", o.bundle));
+  const std::string published_path = resolve_recipe(name);
+  std::ifstream in(published_path, std::ios::binary);
+  const std::string published((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BundleCheck check = check_bundle(o.bundle, published);
+  Submission& s = check.submission;
+  if (o.verify_outputs && check.problems.empty()) {
+    if (!check.deterministic)
+      check.problems.push_back("--verify-outputs needs a bundle run with --deterministic (d5 --deterministic run "
+                               "...): without it outputs may differ from run to run, and a rerun verifies nothing");
+    else if ((s.outputs_verified = rerun_outputs(check.summary_path, check.problems)))
+      check.checks.push_back("outputs: d5 rerun --outputs-only reproduced every output bit for bit");
+  }
+  s.submitter = o.submitter;
+  s.system = o.system;
+  if (s.system.empty()) {
+    std::ifstream summary(check.summary_path);
+    const auto j = nlohmann::json::parse(summary, nullptr, false);
+    const nlohmann::json::json_pointer host("/manifest/hostname");
+    if (!j.is_discarded() && j.contains(host) && j[host].is_string()) s.system = j[host].get<std::string>();
+  }
+  std::string text = fmt::format("bundle {} against the published recipe {}\n", o.bundle, published_path);
+  for (const auto& c : check.checks) text += "  ok       " + c + "\n";
+  for (const auto& p : check.problems) text += "  PROBLEM  " + p + "\n";
+  nlohmann::json j = {{"schema", "deep500.db.submit"}, {"database", o.db},       {"bundle", o.bundle},
+                      {"recipe", published_path},      {"checks", check.checks}, {"problems", check.problems},
+                      {"accepted", false}};
+  if (!check.problems.empty()) {
+    text += fmt::format("refused: {} problem(s); nothing was stored\n", check.problems.size());
+    emit_text(text, j, o.out);
+    return kExitFailed;
+  }
+  ResultDb db = ResultDb::open(o.db);
+  const SubmitOutcome added = db.add_submission(s);
+  const std::string score = s.score ? fmt::format("{:.6g}{}{}", *s.score, s.score_unit.empty() ? "" : " ", s.score_unit)
+                                    : "none (" + s.score_detail + ")";
+  text += added.added ? fmt::format("accepted: submission {} of {} ({} division), {} {}, {}; {} new file(s) in {}\n",
+                                    s.id.substr(0, 12), s.recipe, s.division, s.score_quantity, score, s.validity,
+                                    added.files, o.db)
+                      : fmt::format("kept: submission {} is in {} already\n", s.id.substr(0, 12), o.db);
+  j["accepted"] = true;
+  j["added"] = added.added;
+  j["submission"] = {{"id", s.id},       {"recipe", s.recipe},       {"division", s.division},
+                     {"score", nullptr}, {"quantity", s.score_quantity}, {"unit", s.score_unit},
+                     {"validity", s.validity}, {"outputs_verified", s.outputs_verified}};
+  if (s.score) j["submission"]["score"] = *s.score;
+  emit_text(text, j, o.out);
+  return kExitOk;
+}
+
+int run_submissions(const DbOpts& o) {
+  const ResultDb db = ResultDb::open(o.db);
+  std::string text;
+  nlohmann::json lists = nlohmann::json::array();
+  for (const auto& l : ranked_lists(db.submissions(o.recipe))) {
+    text += fmt::format("{} ({} division, recipe {}): by {}, {} is better\n", l.recipe, l.division,
+                        l.recipe_hash.substr(0, 12), l.quantity, l.lower_is_better ? "lower" : "higher");
+    nlohmann::json rows = nlohmann::json::array();
+    auto row = [&](const DbSubmission& d, int rank) {
+      const Submission& s = d.submission;
+      const std::string reason = unranked_reason(d);
+      text += fmt::format("  {:>4} {:>12} {:<16} {:<20} {:<16} {:<10} {}\n", rank > 0 ? std::to_string(rank) : "-",
+                          s.score ? fmt::format("{:.6g}", *s.score) : "-", s.submitter, s.system, d.machine,
+                          s.backends, rank > 0 ? s.id.substr(0, 12) : reason);
+      rows.push_back({{"rank", rank > 0 ? nlohmann::json(rank) : nlohmann::json()},
+                      {"id", s.id},
+                      {"score", s.score ? nlohmann::json(*s.score) : nlohmann::json()},
+                      {"submitter", s.submitter},
+                      {"system", s.system},
+                      {"machine", d.machine},
+                      {"backends", s.backends},
+                      {"validity", s.validity},
+                      {"outputs_verified", s.outputs_verified},
+                      {"submitted_utc", d.submitted_utc},
+                      {"unranked_reason", reason}});
+    };
+    int rank = 0;
+    for (const auto& d : l.ranked) row(d, ++rank);
+    for (const auto& d : l.unranked) row(d, 0);
+    lists.push_back({{"recipe", l.recipe}, {"recipe_hash", l.recipe_hash}, {"division", l.division},
+                     {"quantity", l.quantity}, {"unit", l.unit}, {"lower_is_better", l.lower_is_better},
+                     {"submissions", rows}});
+  }
+  if (lists.empty()) text += fmt::format("no submissions in {} (d5 db submit adds them)\n", o.db);
+  emit_text(text, {{"schema", "deep500.db.submissions"}, {"database", o.db}, {"lists", lists}}, o.out);
+  return kExitOk;
+}
+
 void add_filter_options(CLI::App& cmd, DbFilter& f, bool with_case) {
   if (with_case) cmd.add_option("--case", f.case_glob, "Case names matching this pattern (e.g. 'resnet*/torch')");
   cmd.add_option("--backend", f.backend, "Only this backend");
@@ -156,10 +302,12 @@ void add_filter_options(CLI::App& cmd, DbFilter& f, bool with_case) {
 }  // namespace
 
 Command register_db(CLI::App& app, const GlobalOptions&) {
-  auto* db = app.add_subcommand("db", "The result history in SQLite: import, query, history, regressions");
+  auto* db = app.add_subcommand("db", "The result history in SQLite: import, query, history, regressions, submissions to ranked lists");
   db->require_subcommand(1);
   auto o = std::make_shared<DbOpts>();
   o->db = default_db();
+  const char* user = std::getenv("USER");
+  o->submitter = user && *user ? user : "anonymous";
   auto with_db = [&o](CLI::App* cmd) {
     cmd->add_option("--db", o->db, "The database file (default: $D5_DB, else deep500.db); created when missing")
         ->capture_default_str();
@@ -178,11 +326,28 @@ Command register_db(CLI::App& app, const GlobalOptions&) {
   add_filter_options(*regressions, o->filter, true);
   add_verdict_options(*regressions, o->cmp);
   regressions->add_flag("--all", o->all_pairs, "List every pair, not only the regressions");
+  auto* submit = with_db(db->add_subcommand(
+      "submit", "Check a recipe run's bundle against the published recipe and keep it for the ranked list; exit 1 "
+                "when refused"));
+  submit->add_option("bundle", o->bundle, "The results directory d5 run wrote (or its run.json)")
+      ->required()
+      ->check(CLI::ExistingPath);
+  submit->add_option("--recipe", o->recipe,
+                     "The published recipe (a file or a shipped recipe's name; default: the name run.json records)");
+  submit->add_option("--submitter", o->submitter, "Who submits (default: $USER)");
+  submit->add_option("--system", o->system, "The system's name on the list (default: the manifest's hostname)");
+  submit->add_flag("--verify-outputs", o->verify_outputs,
+                   "Run the recipe again (d5 rerun --outputs-only) and require every output bit for bit; needs a "
+                   "bundle run with --deterministic");
+  auto* submissions = with_db(db->add_subcommand("submissions", "The ranked lists of the submissions, per recipe and division"));
+  submissions->add_option("--recipe", o->recipe, "Only this recipe's lists");
   return {db, [=]() -> int {
             if (import->parsed()) return run_import(*o);
             if (query->parsed()) return run_query(*o);
             if (history->parsed()) return run_history(*o);
             if (regressions->parsed()) return run_regressions(*o);
+            if (submit->parsed()) return run_submit(*o);
+            if (submissions->parsed()) return run_submissions(*o);
             return kExitUsage;
           }};
 }

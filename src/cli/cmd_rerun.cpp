@@ -88,18 +88,8 @@ std::vector<std::string> rerun_args(const json& manifest, const std::string& pat
   D5_CHECK(manifest.contains("command_line") && manifest["command_line"].is_array() &&
                manifest["command_line"].size() >= 2,
            FormatError, "'{}' has no command line in its manifest to rerun", path);
-  std::vector<std::string> args;
-  const auto& argv = manifest["command_line"];
-  for (size_t i = 1; i < argv.size(); ++i) {
-    const std::string a = argv[i].get<std::string>();
-    if (a == "-o" || a == "--output" || a == "--format") {
-      ++i;
-      continue;
-    }
-    if (a.rfind("--output=", 0) == 0 || a.rfind("--format=", 0) == 0) continue;
-    args.push_back(a);
-  }
-  return args;
+  const auto argv = manifest["command_line"].get<std::vector<std::string>>();
+  return without_result_file_options({argv.begin() + 1, argv.end()});
 }
 
 std::string default_into(const std::string& result, bool recipe) {

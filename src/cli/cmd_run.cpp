@@ -32,19 +32,6 @@ struct RunOpts {
   int nodes = 1;
 };
 
-std::string recipes_directory() {
-  return locate_data("D5_RECIPES_DIR", D5_RECIPES_DIR_DEFAULT, "share/deep500/recipes");
-}
-
-// A path, or the name of a shipped recipe ("quickstart" -> recipes/quickstart.yaml).
-std::string resolve_recipe(const std::string& name) {
-  if (fs::exists(name)) return name;
-  const fs::path shipped = fs::path(recipes_directory()) / (name + ".yaml");
-  if (name.find('/') == std::string::npos && fs::exists(shipped)) return shipped.string();
-  D5_THROW(IoError, "no recipe '{}': not a file, and not one of the shipped recipes in {} (see 'd5 run --list')",
-           name, recipes_directory());
-}
-
 std::string default_results_dir(const std::string& recipe) {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -76,17 +63,7 @@ int list_recipes(const OutputOptions& out) {
 std::vector<PlannedRun> plan_with_globals(const Recipe& recipe, const std::vector<std::string>& sets,
                                           const GlobalOptions& g) {
   std::vector<PlannedRun> runs = plan_runs(recipe, parse_overrides(sets), g.seed);
-  // d5's own global options reach every run unless the recipe sets them.
-  for (auto& r : runs) {
-    std::vector<std::string> globals;
-    if (g.threads > 0 && !r.params.contains("threads")) globals = {"--threads", std::to_string(g.threads)};
-    if (g.deterministic && !r.params.contains("deterministic")) globals.push_back("--deterministic");
-    if (g.math != "strict" && !r.params.contains("math")) {
-      globals.push_back("--math");
-      globals.push_back(g.math);
-    }
-    r.args.insert(r.args.begin(), globals.begin(), globals.end());
-  }
+  add_run_globals(runs, {g.threads, g.deterministic, g.math});
   return runs;
 }
 
@@ -116,6 +93,19 @@ int run_recipe_command(const RunOpts& o, const GlobalOptions& g) {
 }
 
 }  // namespace
+
+std::string recipes_directory() {
+  return locate_data("D5_RECIPES_DIR", D5_RECIPES_DIR_DEFAULT, "share/deep500/recipes");
+}
+
+// A path, or the name of a shipped recipe ("quickstart" -> recipes/quickstart.yaml).
+std::string resolve_recipe(const std::string& name) {
+  if (fs::exists(name)) return name;
+  const fs::path shipped = fs::path(recipes_directory()) / (name + ".yaml");
+  if (name.find('/') == std::string::npos && fs::exists(shipped)) return shipped.string();
+  D5_THROW(IoError, "no recipe '{}': not a file, and not one of the shipped recipes in {} (see 'd5 run --list')",
+           name, recipes_directory());
+}
 
 std::string self_executable() {
   std::error_code ec;

@@ -1,5 +1,6 @@
 // d5 serve-bench: inference scenarios after MLPerf LoadGen on graph executors (docs/serve-bench.md).
 #include <algorithm>
+#include <numeric>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -21,6 +22,7 @@ struct ServeOpts {
   std::string model;
   std::vector<std::string> backends, scenarios = {"single-stream", "offline"};
   int64_t offline_batch = 32, streams = 8;
+  int64_t dynamic_batch = 1;  // server: up to this many one-sample queries per executor call
   bool search_qps = false;
   int search_steps = 6;
   ScenarioOptions scenario;
@@ -44,6 +46,9 @@ CaseResult scenario_case(Network& net, const std::string& backend, InferenceScen
   c.backend = backend;
   ScenarioOptions so = o.scenario;
   so.scenario = scenario;
+  so.dynamic_batching = scenario == InferenceScenario::server && o.dynamic_batch > 1;
+  // The CUDA backend's operators live on cuda:0 (cuda_common.h); every other executor on the host.
+  so.energy_device = backend == "cuda" ? Device::cuda(0) : Device::cpu();
   c.params = {{"network", net.name()}, {"scenario", to_string(scenario)}, {"min_duration_s", so.min_duration_s}};
   const auto known = executor_backends();
   if (std::find(known.begin(), known.end(), backend) == known.end()) {
@@ -91,12 +96,18 @@ CaseResult scenario_case(Network& net, const std::string& backend, InferenceScen
     c.metrics.push_back(record("completion_interval", "s", r.intervals_s));
   }
   if (r.energy_available) c.metrics.push_back(record("energy_per_sample", "J", {r.joules_per_sample}));
+  if (r.device_energy_available)
+    c.metrics.push_back(record("device_energy_per_sample", "J", {r.device_joules_per_sample}));
   c.outcome = RunOutcome{r.valid ? Validity::Valid : Validity::Invalid, r.reason, so.warmup_queries,
                          static_cast<int>(std::min<int64_t>(r.queries, INT32_MAX)), r.duration_s, 0};
   c.extra = {{"scenario", to_string(scenario)}, {"queries", r.queries},         {"samples", r.samples},
              {"duration_s", r.duration_s},      {"throughput", r.throughput}, {"min_queries", r.min_queries},
              {"energy", r.energy_available ? nlohmann::json{{"joules_per_sample", r.joules_per_sample}}
-                                           : nlohmann::json{{"unavailable", r.energy_reason}}}};
+                                           : nlohmann::json{{"unavailable", r.energy_reason}}},
+             {"device_energy", r.device_energy_available
+                                   ? nlohmann::json{{"joules_per_sample", r.device_joules_per_sample},
+                                                    {"source", r.device_energy_source}}
+                                   : nlohmann::json{{"unavailable", r.device_energy_reason}}}};
   if (scenario == InferenceScenario::server) {
     const PercentileBound& b = r.latency_bound;
     c.params["latency_bound_s"] = so.latency_bound_s;
@@ -107,11 +118,24 @@ CaseResult scenario_case(Network& net, const std::string& backend, InferenceScen
                                 {"rank", b.rank},    {"value_s", b.value},         {"achieved", b.achieved},
                                 {"bound_s", so.latency_bound_s}, {"met", r.meets_latency_bound}};
     if (!search.is_null()) c.extra["search"] = search;
+    if (so.dynamic_batching) {
+      std::vector<double> sizes(r.batches.begin(), r.batches.end());
+      c.metrics.push_back(record("queries_per_call", "queries", sizes));
+      const double mean = sizes.empty() ? 0 : std::accumulate(sizes.begin(), sizes.end(), 0.0) / static_cast<double>(sizes.size());
+      c.params["dynamic_batch"] = o.dynamic_batch;
+      c.params["batch_timeout_s"] = so.batch_timeout_s;
+      c.extra["dynamic_batching"] = {{"max", o.dynamic_batch}, {"timeout_s", so.batch_timeout_s},
+                                     {"calls", sizes.size()}, {"mean_queries_per_call", mean}};
+    }
     c.detail = fmt::format("{} {:.4g} queries/s (Poisson, {} queries): p{:g} latency at most {} with {:g}% "
                            "confidence, bound {}",
                            search.is_null() ? "at" : "best rate", r.target_qps, r.queries, 100 * b.p,
                            b.available ? format_seconds(b.value) : "(no bound)", 100 * b.confidence,
                            format_seconds(so.latency_bound_s));
+    if (so.dynamic_batching)
+      c.detail += fmt::format("; dynamic batching: {} calls, {:.2f} queries per call (at most {}, timeout {})",
+                              r.batches.size(), c.extra["dynamic_batching"]["mean_queries_per_call"].get<double>(),
+                              o.dynamic_batch, format_seconds(so.batch_timeout_s));
   } else if (scenario == InferenceScenario::single_stream || scenario == InferenceScenario::multi_stream) {
     const PercentileBound& b = r.latency_bound;
     c.params["percentile"] = b.p;
@@ -129,6 +153,10 @@ CaseResult scenario_case(Network& net, const std::string& backend, InferenceScen
   }
   if (!r.energy_available) c.detail += fmt::format("; energy not measured: {}", r.energy_reason);
   else c.detail += fmt::format("; {:.3g} J per sample", r.joules_per_sample);
+  if (r.device_energy_available)
+    c.detail += fmt::format("; device {:.3g} J per sample ({})", r.device_joules_per_sample, r.device_energy_source);
+  else if (so.energy_device.kind != DeviceKind::cpu)
+    c.detail += fmt::format("; device energy not measured: {}", r.device_energy_reason);
   return c;
 }
 
@@ -142,16 +170,19 @@ int run_serve_bench(ServeOpts o, const GlobalOptions& g) {
   Results res;
   for (InferenceScenario s : scenarios) {
     // Single-stream and server queries are one sample; offline runs the network at its batch.
+    // Server with dynamic batching: the network runs at the largest batch; smaller ones are padded.
     const int64_t batch = s == InferenceScenario::offline        ? o.offline_batch
                           : s == InferenceScenario::multi_stream ? o.streams
+                          : s == InferenceScenario::server       ? o.dynamic_batch
                                                                  : 1;
     LoadedNetwork loaded = load_network(o.model, batch, NetMode::Inference);
     for (const auto& b : backends)
       res.cases.push_back(scenario_case(loaded.network, b, s, o, settings.stream("serve-bench/feeds").seed()));
   }
   res.manifest = make_manifest(settings);
-  res.manifest["extra"] = {{"model", o.model}, {"scenarios", o.scenarios}, {"offline_batch", o.offline_batch},
-                           {"streams", o.streams}};
+  res.manifest["extra"] = {{"model", o.model},          {"scenarios", o.scenarios}, {"offline_batch", o.offline_batch},
+                           {"streams", o.streams},       {"dynamic_batch", o.dynamic_batch},
+                           {"batch_timeout_s", o.scenario.batch_timeout_s}};
   emit(res, o.out);
   return exit_code_for(res);
 }
@@ -197,6 +228,15 @@ Command register_serve_bench(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--latency-bound", o->scenario.latency_bound_s,
                   "Server: the latency (s) the p99 must meet, as an upper bound at --confidence")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--dynamic-batch", o->dynamic_batch,
+                  "Server: batch up to N one-sample queries per executor call (the network runs at batch N; fewer "
+                  "queries are padded); 1: off")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--batch-timeout", o->scenario.batch_timeout_s,
+                  "Server with --dynamic-batch: seconds the oldest queued query waits for others")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--search-qps", o->search_qps,
                 "Server: search the highest rate that meets --latency-bound (bisection from the one-at-a-time capacity)");

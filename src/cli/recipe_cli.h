@@ -19,6 +19,12 @@ struct ExecutedRecipe {
 ExecutedRecipe execute_recipe(const Recipe& recipe, const std::vector<std::string>& sets, const GlobalOptions& g,
                               RecipeRunOptions options, bool show_progress);
 
+// Where the shipped recipes are ($D5_RECIPES_DIR, else the installed or source tree's recipes/).
+std::string recipes_directory();
+// A path, or the name of a shipped recipe ("quickstart" -> recipes/quickstart.yaml); IoError
+// naming both places when neither exists.
+std::string resolve_recipe(const std::string& name);
+
 // This d5's own executable, for child processes.
 std::string self_executable();
 

@@ -99,6 +99,17 @@ Criterion parse_criterion(const std::string& text) {
   return c;
 }
 
+std::optional<double> worst_value(const Results& results, const std::string& quantity, bool lower_is_better) {
+  std::optional<double> worst;
+  for (const auto& cs : results.cases) {
+    if (!ran(cs)) continue;
+    const std::optional<double> v = case_value(cs, quantity);
+    if (!v || !std::isfinite(*v)) return std::nullopt;
+    if (!worst || (lower_is_better ? *v > *worst : *v < *worst)) worst = v;
+  }
+  return worst;
+}
+
 CriterionResult evaluate_wall_time(const Criterion& c, double wall_time_s) {
   CriterionResult r;
   r.criterion = c.text;

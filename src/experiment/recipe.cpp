@@ -55,6 +55,22 @@ void add_result_file_options(std::vector<std::string>& args, const std::string& 
   args.insert(at, {"--format", "json", "-o", path});
 }
 
+std::vector<std::string> without_result_file_options(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  bool after = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    after = after || a == "--";
+    if (!after && (a == "-o" || a == "--output" || a == "--format")) {
+      ++i;
+      continue;
+    }
+    if (!after && (a.starts_with("--output=") || a.starts_with("--format="))) continue;
+    out.push_back(a);
+  }
+  return out;
+}
+
 const char* to_string(Division d) { return d == Division::Closed ? "closed" : "open"; }
 
 bool is_global_option(const std::string& key) {
@@ -186,6 +202,19 @@ std::vector<PlannedRun> plan_runs(const Recipe& recipe, const std::vector<Overri
     }
   }
   return runs;
+}
+
+void add_run_globals(std::vector<PlannedRun>& runs, const RunGlobals& g) {
+  for (auto& r : runs) {
+    std::vector<std::string> globals;
+    if (g.threads > 0 && !r.params.contains("threads")) globals = {"--threads", std::to_string(g.threads)};
+    if (g.deterministic && !r.params.contains("deterministic")) globals.push_back("--deterministic");
+    if (g.math != "strict" && !r.params.contains("math")) {
+      globals.push_back("--math");
+      globals.push_back(g.math);
+    }
+    r.args.insert(r.args.begin(), globals.begin(), globals.end());
+  }
 }
 
 }  // namespace d5

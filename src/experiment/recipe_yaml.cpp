@@ -1,4 +1,5 @@
 // Reading recipes from YAML (yaml-cpp) and checking them against their division's rules.
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -14,7 +15,8 @@ namespace d5 {
 namespace {
 
 const std::set<std::string> kRecipeKeys = {"recipe", "description", "division", "seeds", "require_valid",
-                                           "fixed",  "mutable",     "grid",     "entries", "criteria"};
+                                           "fixed",  "mutable",     "grid",     "entries", "criteria",
+                                           "score"};
 const std::set<std::string> kEntryKeys = {"name", "command", "positional", "after", "fixed", "mutable", "grid", "criteria"};
 
 std::string where(const YAML::Node& n) {
@@ -149,6 +151,29 @@ RecipeEntry parse_entry(const YAML::Node& n, const Recipe& r, const Params& fixe
   return e;
 }
 
+// score: {quantity: time_to_target, better: lower, entry: lenet5-tta}
+RecipeScore parse_score(const YAML::Node& n, const Recipe& r) {
+  const std::string what = "recipe " + r.source + ": score";
+  if (!n.IsMap())
+    D5_THROW(FormatError, "{}{}: expected a map like {{quantity: time_to_target, better: lower}}", what, where(n));
+  check_keys(n, {"quantity", "better", "entry"}, what);
+  RecipeScore s;
+  s.declared = true;
+  if (!n["quantity"]) D5_THROW(FormatError, "{}{}: 'quantity' is missing", what, where(n));
+  s.quantity = n["quantity"].as<std::string>();
+  parse_criterion(s.quantity + " reached");  // the same names criteria take
+  const std::string better = n["better"] ? n["better"].as<std::string>() : "";
+  if (better != "lower" && better != "higher")
+    D5_THROW(FormatError, "{}{}: 'better' must be 'lower' or 'higher' (which way the ranking goes)", what, where(n));
+  s.lower_is_better = better == "lower";
+  if (n["entry"]) {
+    s.entry = n["entry"].as<std::string>();
+    const bool known = std::any_of(r.entries.begin(), r.entries.end(), [&](const auto& e) { return e.name == s.entry; });
+    if (!known) D5_THROW(FormatError, "{}{}: no entry is named '{}'", what, where(n["entry"]), s.entry);
+  }
+  return s;
+}
+
 }  // namespace
 
 Recipe parse_recipe(const std::string& yaml_text, const std::string& source) {
@@ -198,6 +223,7 @@ Recipe parse_recipe(const std::string& yaml_text, const std::string& source) {
                  r.entries.back().name);
     }
     for (const auto& e : r.entries) check_division(r, e);
+    if (root["score"]) r.score = parse_score(root["score"], r);
     return r;
   } catch (const YAML::Exception& e) {
     D5_THROW(FormatError, "recipe {}: {}", source, e.what());

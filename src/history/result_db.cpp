@@ -1,14 +1,10 @@
 // The result history on SQLite (docs/db.md).
 #include "deep500/history/result_db.h"
 
-#include <sqlite3.h>
-
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
 
 #include "core/digest.h"
+#include "sqlite_db.h"
 #include "deep500/core/error.h"
 #include "deep500/core/system_info.h"
 #include "deep500/metrics/results.h"
@@ -36,96 +32,21 @@ CREATE INDEX IF NOT EXISTS runs_by_machine ON runs(machine, start_utc);
 CREATE INDEX IF NOT EXISTS cases_by_name ON cases(name, backend);
 )sql";
 
-// A busy database (another process importing) is waited for this long before an import fails.
-constexpr int kBusyTimeoutMs = 60'000;
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) D5_THROW(IoError, "cannot read result file {}", path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string text_at(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
-
-class Statement {
- public:
-  Statement(sqlite3* db, const std::string& sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK)
-      D5_THROW(Internal, "result database: preparing '{}': {}", sql, sqlite3_errmsg(db));
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  Statement& bind(int i, const std::string& v) {
-    sqlite3_bind_text(stmt_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Statement& bind(int i, int64_t v) {
-    sqlite3_bind_int64(stmt_, i, v);
-    return *this;
-  }
-  Statement& bind(int i, std::optional<double> v) {
-    if (v) sqlite3_bind_double(stmt_, i, *v);
-    else sqlite3_bind_null(stmt_, i);
-    return *this;
-  }
-  // For the next row of values: an import reuses one statement per table.
-  void reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  // True while there is a row; throws on errors.
-  bool step() {
-    const int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    D5_THROW(IoError, "result database: {}", sqlite3_errmsg(db_));
-  }
-  std::string text(int col) const {
-    const auto* p = sqlite3_column_text(stmt_, col);
-    return p ? reinterpret_cast<const char*>(p) : "";
-  }
-  int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
-  std::optional<double> real(int col) const {
-    if (sqlite3_column_type(stmt_, col) == SQLITE_NULL) return std::nullopt;
-    return sqlite3_column_double(stmt_, col);
-  }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
-void exec(sqlite3* db, const std::string& sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
-    const std::string what = err ? err : sqlite3_errmsg(db);
-    sqlite3_free(err);
-    D5_THROW(IoError, "result database: {}", what);
-  }
-}
-
-// Rolls back unless committed: an exception (or a failed statement) leaves nothing behind.
-class Transaction {
- public:
-  explicit Transaction(sqlite3* db) : db_(db) { exec(db, "BEGIN IMMEDIATE"); }
-  ~Transaction() {
-    if (!committed_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-  }
-  void commit() {
-    exec(db_, "COMMIT");
-    committed_ = true;
-  }
-
- private:
-  sqlite3* db_;
-  bool committed_ = false;
-};
+// Version 2 adds submissions to a ranked list (docs/db.md#submissions): a submission is a recipe
+// run's bundle, its files kept as runs; the score and verdicts are what `d5 db submit` verified.
+constexpr const char* kSchemaV2 = R"sql(
+CREATE TABLE IF NOT EXISTS submissions(
+  id TEXT PRIMARY KEY, recipe TEXT NOT NULL, recipe_hash TEXT NOT NULL, division TEXT NOT NULL,
+  submitter TEXT NOT NULL, system TEXT NOT NULL, submitted_utc TEXT NOT NULL,
+  summary_run TEXT NOT NULL REFERENCES runs(hash), score_quantity TEXT NOT NULL,
+  lower_is_better INTEGER NOT NULL, score REAL, score_detail TEXT NOT NULL, validity TEXT NOT NULL,
+  invalid_reasons TEXT NOT NULL, outputs_verified INTEGER NOT NULL, backends TEXT NOT NULL,
+  score_unit TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS submission_files(
+  submission_id TEXT NOT NULL REFERENCES submissions(id), name TEXT NOT NULL,
+  run_hash TEXT NOT NULL REFERENCES runs(hash), PRIMARY KEY(submission_id, name));
+CREATE INDEX IF NOT EXISTS submissions_by_recipe ON submissions(recipe, division);
+)sql";
 
 // Filters as SQL: the clause and its bound values in order.
 struct Where {
@@ -153,13 +74,6 @@ Where run_filter(const DbFilter& f) {
 }
 
 }  // namespace
-
-struct ResultDb::Impl {
-  sqlite3* db = nullptr;
-  std::string path;
-  int version = 0;
-  ~Impl() { sqlite3_close(db); }
-};
 
 ResultDb::ResultDb(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ResultDb::ResultDb(ResultDb&&) noexcept = default;
@@ -200,29 +114,31 @@ ResultDb ResultDb::open(const std::string& path) {
              "result database {} has schema version {}, this d5 knows up to {}: use the d5 that wrote it, or a "
              "newer one",
              path, impl->version, kResultDbSchemaVersion);
-  if (impl->version < 1) {  // a new database; later versions add their migrations after this one
-    exec(impl->db, kSchemaV1);
-    exec(impl->db, fmt::format("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '{}')", 1));
-    impl->version = 1;
-  }
+  // Migrations, oldest first: a new database runs them all, an older one those it lacks. Each
+  // only adds tables, so a database that migrated still reads with the older d5's queries.
+  const int found = impl->version;
+  if (impl->version < 1) exec(impl->db, kSchemaV1), impl->version = 1;
+  if (impl->version < 2) exec(impl->db, kSchemaV2), impl->version = 2;
+  if (impl->version != found)
+    exec(impl->db, fmt::format("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '{}')",
+                               impl->version));
   t.commit();
   return ResultDb(std::move(impl));
 }
 
-ImportOutcome ResultDb::import_file(const std::string& path, const ImportOptions& options) {
-  const std::string bytes = read_bytes(path);
-  Results results;
+Results parse_result_bytes(const std::string& path, const std::string& bytes) {
   try {
-    results = results_from_json(nlohmann::json::parse(bytes));
+    return results_from_json(nlohmann::json::parse(bytes));
   } catch (const nlohmann::json::exception& e) {
     D5_THROW(FormatError, "{} is not a result file: {}", path, e.what());
   } catch (const FormatError& e) {
     D5_THROW(FormatError, "{} is not a result file: {}", path, e.what());
   }
+}
+
+ImportOutcome import_result(sqlite3* db, const std::string& path, const std::string& hash, const Results& results) {
   ImportOutcome out;
-  out.hash = sha256_hex(bytes);
-  sqlite3* db = impl_->db;
-  Transaction t(db);
+  out.hash = hash;
   const auto& m = results.manifest;
   Statement run(db,
                 "INSERT OR IGNORE INTO runs(hash, source, imported_utc, start_utc, machine, cpu, commit_id, dirty, "
@@ -261,6 +177,15 @@ ImportOutcome ResultDb::import_file(const std::string& path, const ImportOptions
       ++out.measurements;
     }
   }
+  return out;
+}
+
+ImportOutcome ResultDb::import_file(const std::string& path, const ImportOptions& options) {
+  const std::string bytes = read_bytes(path);
+  const Results results = parse_result_bytes(path, bytes);
+  Transaction t(impl_->db);
+  ImportOutcome out = import_result(impl_->db, path, sha256_hex(bytes), results);
+  if (!out.added) return out;
   if (options.before_commit) options.before_commit();
   t.commit();
   return out;

@@ -1,11 +1,13 @@
 // The load generator and the system under test, each on its own thread (docs/serve-bench.md).
 #include "deep500/net/inference_scenarios.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -15,6 +17,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "deep500/core/device_allocator.h"
 #include "deep500/core/error.h"
 #include "deep500/metrics/energy.h"
 
@@ -33,19 +36,60 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 struct EnergyWindow {
   bool rapl = false;
   std::optional<EnergyReading> begin, end;
+  std::shared_ptr<const DeviceSensors> sensors;  // the device's, when the executor runs on one
+  std::optional<double> device_begin, device_end;
+  std::string device_reason;
+  Clock::time_point device_t0, device_t1;
+  std::optional<double> device_joules() {
+    if (!sensors) return std::nullopt;
+    const auto r = sensors->read(&device_reason);
+    if (r && !r->energy_joules) device_reason = sensors->source() + " reports no energy counter for this device";
+    return r ? r->energy_joules : std::nullopt;
+  }
   void start() {
     if (rapl) begin = read_energy();
+    device_begin = device_joules();
+    device_t0 = Clock::now();
   }
   void stop() {
     if (rapl) end = read_energy();
+    device_end = device_joules();
+    device_t1 = Clock::now();
   }
 };
 
+// The device's energy over the measured window into `r`, or why there is none.
+void device_energy(const EnergyWindow& e, ScenarioResult& r) {
+  if (!e.sensors) {
+    r.device_energy_reason = e.device_reason;
+    return;
+  }
+  r.device_energy_source = e.sensors->source();
+  const double window = seconds(e.device_t1 - e.device_t0);
+  if (!e.device_begin || !e.device_end) {
+    r.device_energy_reason = e.device_reason;
+  } else if (window < kMinDeviceEnergyWindow) {
+    r.device_energy_reason = fmt::format("the measured window ({:.3g} s) is shorter than {:g} s: the counter advances "
+                                         "in steps of tens of milliseconds (--min-duration)",
+                                         window, kMinDeviceEnergyWindow);
+  } else if (*e.device_end < *e.device_begin) {
+    r.device_energy_reason = "the energy counter went back (the driver was reloaded during the run)";
+  } else if (r.samples > 0) {
+    r.device_energy_available = true;
+    r.device_joules_per_sample = (*e.device_end - *e.device_begin) / static_cast<double>(r.samples);
+  }
+}
+
 // The system under test: a thread that takes queries from a queue, runs the executor once per
-// query and records when each completed. The load generator only issues and waits.
+// query (or, batching, once per group of queued queries) and records when each completed. The load
+// generator only issues and waits.
 class SystemUnderTest {
  public:
-  SystemUnderTest(GraphExecutor& ex, const TensorMap& feeds) : ex_(ex), feeds_(feeds) {
+  // max_batch > 1: dynamic batching, up to that many queries per call, waiting at most `timeout`
+  // after the oldest queued query was issued.
+  SystemUnderTest(GraphExecutor& ex, const TensorMap& feeds, size_t max_batch = 1,
+                  Clock::duration timeout = Clock::duration::zero())
+      : ex_(ex), feeds_(feeds), max_batch_(std::max<size_t>(max_batch, 1)), timeout_(timeout) {
     worker_ = std::thread([this] { serve(); });
   }
   ~SystemUnderTest() {
@@ -59,7 +103,7 @@ class SystemUnderTest {
   void issue(int64_t id) {
     {
       std::lock_guard lock(mu_);
-      pending_.push_back(id);
+      pending_.push_back({id, Clock::now()});
     }
     cv_.notify_all();
   }
@@ -73,15 +117,34 @@ class SystemUnderTest {
     std::lock_guard lock(mu_);
     return completed_.at(i);
   }
+  // Queries per executor call, from call `first` on.
+  std::vector<int64_t> batches(size_t first) {
+    std::lock_guard lock(mu_);
+    return {batches_.begin() + static_cast<std::ptrdiff_t>(std::min(first, batches_.size())), batches_.end()};
+  }
+  size_t calls() {
+    std::lock_guard lock(mu_);
+    return batches_.size();
+  }
 
  private:
+  struct Query {
+    int64_t id;
+    Clock::time_point issued;
+  };
+
   void serve() {
     for (;;) {
+      size_t take = 0;
       {
         std::unique_lock lock(mu_);
         cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
         if (stop_ && pending_.empty()) return;
-        pending_.pop_front();
+        if (max_batch_ > 1)
+          cv_.wait_until(lock, pending_.front().issued + timeout_,
+                         [&] { return stop_ || pending_.size() >= max_batch_; });
+        take = std::min(pending_.size(), max_batch_);
+        pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(take));
       }
       try {
         ex_.inference(feeds_);
@@ -94,7 +157,8 @@ class SystemUnderTest {
       const auto now = Clock::now();
       {
         std::lock_guard lock(mu_);
-        completed_.push_back(now);
+        completed_.insert(completed_.end(), take, now);
+        batches_.push_back(static_cast<int64_t>(take));
       }
       done_cv_.notify_all();
     }
@@ -102,10 +166,13 @@ class SystemUnderTest {
 
   GraphExecutor& ex_;
   const TensorMap& feeds_;
+  const size_t max_batch_;
+  const Clock::duration timeout_;
   std::mutex mu_;
   std::condition_variable cv_, done_cv_;
-  std::deque<int64_t> pending_;
+  std::deque<Query> pending_;
   std::vector<Clock::time_point> completed_;
+  std::vector<int64_t> batches_;
   std::exception_ptr error_;
   bool stop_ = false;
   std::thread worker_;
@@ -197,7 +264,8 @@ void offline(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o
 void server(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o, ScenarioResult& r,
             EnergyWindow& energy) {
   D5_CHECK_ARG(o.target_qps > 0, "the server scenario needs a target rate (--target-qps) above 0, got {}", o.target_qps);
-  SystemUnderTest sut(ex, feeds);
+  const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.batch_timeout_s));
+  SystemUnderTest sut(ex, feeds, o.dynamic_batching ? static_cast<size_t>(batch_of(ex)) : 1, timeout);
   size_t issued = 0;
   for (int i = 0; i < o.warmup_queries; ++i) {
     sut.issue(static_cast<int64_t>(issued++));
@@ -205,7 +273,7 @@ void server(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o,
   }
   std::mt19937_64 rng(o.seed);
   std::exponential_distribution<double> gap(o.target_qps);
-  const size_t first = issued;
+  const size_t first = issued, first_call = sut.calls();
   energy.start();
   const auto start = Clock::now();
   std::vector<Clock::time_point> scheduled;
@@ -224,6 +292,7 @@ void server(GraphExecutor& ex, const TensorMap& feeds, const ScenarioOptions& o,
     r.latencies_s.push_back(seconds(sut.completed_at(first + q) - scheduled[q]));
   r.queries = static_cast<int64_t>(scheduled.size());
   r.duration_s = seconds(sut.completed_at(issued - 1) - start);
+  if (o.dynamic_batching) r.batches = sut.batches(first_call);
   r.target_qps = o.target_qps;
   r.achieved_qps = static_cast<double>(r.queries) / std::max(seconds(scheduled.back() - start), 1e-9);
 }
@@ -252,9 +321,16 @@ ScenarioResult run_inference_scenario(GraphExecutor& executor, const TensorMap& 
   D5_CHECK_ARG(o.min_duration_s >= 0, "the minimum duration must be >= 0 s, got {}", o.min_duration_s);
   D5_CHECK_ARG(o.min_queries >= 0 && o.max_queries >= 1, "query counts must be >= 0 (minimum) and >= 1 (maximum)");
   D5_CHECK_ARG(o.warmup_queries >= 0, "warm-up queries must be >= 0, got {}", o.warmup_queries);
+  D5_CHECK_ARG(!o.dynamic_batching || o.scenario == InferenceScenario::server,
+               "dynamic batching gathers queries that arrive independently: only the server scenario has them ({} "
+               "issues {})",
+               to_string(o.scenario),
+               o.scenario == InferenceScenario::offline ? "every query at once, already in batches"
+                                                        : "one query at a time");
+  D5_CHECK_ARG(o.batch_timeout_s >= 0, "the batching timeout must be >= 0 s, got {}", o.batch_timeout_s);
   ScenarioResult r;
   r.scenario = o.scenario;
-  r.batch = batch_of(executor);
+  r.batch = o.dynamic_batching ? 1 : batch_of(executor);
   const bool offline_run = o.scenario == InferenceScenario::offline;
   const bool server_run = o.scenario == InferenceScenario::server;
   const bool single = !offline_run;  // counted in queries, judged by a latency percentile
@@ -267,6 +343,10 @@ ScenarioResult run_inference_scenario(GraphExecutor& executor, const TensorMap& 
   std::string energy_reason;
   EnergyWindow energy;
   energy.rapl = !rapl_domains(&energy_reason).empty();
+  if (o.energy_device.kind == DeviceKind::cpu)
+    energy.device_reason = "the executor runs on the host (its energy is RAPL's)";
+  else
+    energy.sensors = allocator_for(o.energy_device).sensors(o.energy_device.index, &energy.device_reason);
   if (server_run) server(executor, feeds, o, r, energy);
   else if (single) single_stream(executor, feeds, o, r, energy);
   else offline(executor, feeds, o, r, energy);
@@ -279,6 +359,7 @@ ScenarioResult run_inference_scenario(GraphExecutor& executor, const TensorMap& 
   } else {
     r.energy_reason = energy.rapl ? "the energy counters could not be read" : energy_reason;
   }
+  device_energy(energy, r);
 
   const double have = single ? static_cast<double>(r.queries) : static_cast<double>(r.samples);
   std::vector<std::string> short_of;
@@ -322,10 +403,13 @@ QpsSearch search_server_qps(GraphExecutor& executor, const TensorMap& feeds, con
   probe.scenario = InferenceScenario::single_stream;
   probe.min_duration_s = std::min(options.min_duration_s, 0.5);
   probe.min_queries = 0;
+  probe.dynamic_batching = false;
   const ScenarioResult p = run_inference_scenario(executor, feeds, probe);
   std::vector<double> sorted = p.latencies_s;
   std::sort(sorted.begin(), sorted.end());
-  s.capacity_qps = 1 / std::max(sorted[sorted.size() / 2], 1e-9);
+  // Batching, one call serves up to a whole batch of one-sample queries.
+  const double per_call = options.dynamic_batching ? static_cast<double>(p.batch) : 1.0;
+  s.capacity_qps = per_call / std::max(sorted[sorted.size() / 2], 1e-9);
   double good = 0, bad = s.capacity_qps;  // the bound is met below `good`... and not at `bad` (assumed)
   for (int i = 0; i < steps; ++i) {
     ScenarioOptions o = options;

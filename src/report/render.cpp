@@ -25,6 +25,7 @@ Report render_report(const ReportInputs& inputs, const VegaBundles& bundles, con
   add_heatmaps(inputs, page);
   add_scaling(inputs, page);
   add_trends(inputs, page);
+  add_ranked_lists(inputs, page);
   add_case_tables(inputs, page);
   add_manifests(inputs, page);
 
@@ -41,10 +42,14 @@ Report render_report(const ReportInputs& inputs, const VegaBundles& bundles, con
   html += "<title>" + html_escape(options.title) + "</title>\n<style>" + kPageStyle + "</style>\n</head>\n<body>\n";
   html += fmt::format("<header><h1>{}</h1><p>{} input file(s){}, generated {} by deep500 {} ({}); plots by {}</p></header>\n",
                       html_escape(options.title), inputs.inputs.size(),
-                      inputs.trends_source.empty()
-                          ? ""
-                          : fmt::format(" and {} measurement(s) of {}", inputs.trends.size(),
-                                        html_escape(display_path(inputs.trends_source))),
+                      (inputs.trends_source.empty()
+                           ? ""
+                           : fmt::format(" and {} measurement(s) of {}", inputs.trends.size(),
+                                         html_escape(display_path(inputs.trends_source)))) +
+                          (inputs.lists_source.empty()
+                               ? ""
+                               : fmt::format(", {} ranked list(s) of {}", inputs.lists.size(),
+                                             html_escape(display_path(inputs.lists_source)))),
                       when, html_escape(build_info().version),
                       html_escape(build_info().git_revision.substr(0, 12)), html_escape(bundles.versions));
   html += "<nav>" + nav + "</nav>\n";

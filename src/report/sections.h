@@ -45,6 +45,7 @@ void add_divergence(const ReportInputs& in, Page& page);          // optimizer t
 void add_heatmaps(const ReportInputs& in, Page& page);            // forward differences
 void add_scaling(const ReportInputs& in, Page& page);             // Level 3: ranks, volume
 void add_trends(const ReportInputs& in, Page& page);               // a result history over time
+void add_ranked_lists(const ReportInputs& in, Page& page);        // submissions ranked per recipe
 void add_case_tables(const ReportInputs& in, Page& page);         // every case and metric with CIs
 void add_manifests(const ReportInputs& in, Page& page);
 

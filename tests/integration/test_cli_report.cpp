@@ -6,11 +6,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <fstream>
+#include <map>
 #include <regex>
+
+#include <nlohmann/json.hpp>
 
 #include "../support/report_fixtures.h"
 #include "../support/temp_dir.h"
 #include "process.h"
+#include "tiny_list_recipe.h"
 
 namespace d5::test {
 namespace {
@@ -194,6 +199,42 @@ TEST_F(ReportInBrowser, AResultHistoryIsDrawnOverTimeWithTheFilesValues) {
   EXPECT_EQ(status, 0) << out;
   // latency, throughput, memory: several metrics of one series, three runs each.
   EXPECT_TRUE(std::regex_search(out, std::regex("(^|\\n)history: ([1-9][0-9]+|[3-9]) checked"))) << out;
+}
+
+// d5 report --list: two submissions of one recipe, ranked by the final loss their result files
+// hold, drawn in Chromium (the bar plot, no script error) with the table in rank order.
+TEST_F(ReportInBrowser, ARankedListIsDrawnWithItsSubmissionsInRankOrder) {
+  if (!fs::exists(kMnist)) GTEST_SKIP() << "no MNIST at " << kMnist;
+  const std::string recipe = dir.file("tiny-list.yaml"), db = dir.file("list.db"), html = dir.file("list.html");
+  write_tiny_list_recipe(recipe, kMnist);
+  std::map<std::string, double> loss;
+  for (const auto& [who, lr] : std::vector<std::pair<std::string, std::string>>{{"alice", "0.001"}, {"bob", "0.05"}}) {
+    const std::string bundle = dir.file("bundle-" + who);
+    ASSERT_EQ(run_d5({"run", recipe, "--results-dir", bundle, "--set", "lr=" + lr}).exit_code, 0);
+    const auto r = run_d5({"db", "submit", bundle, "--recipe", recipe, "--db", db, "--submitter", who});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    std::ifstream in(bundle + "/lenet5.json");
+    loss[who] = nlohmann::json::parse(in)["cases"][0]["extra"]["final_loss"].get<double>();
+  }
+  const auto r = run_d5({"report", "--list", "--db", db, "-o", html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 ranked list(s)"), std::string::npos) << r.out;
+  const std::string dom = dump_dom(html);
+  EXPECT_EQ(attribute(dom, "data-done"), "true");
+  EXPECT_EQ(attribute(dom, "data-plots-expected"), "1");
+  EXPECT_EQ(attribute(dom, "data-plots-drawn"), "1");
+  EXPECT_EQ(attribute(dom, "data-errors"), "0");
+  EXPECT_NE(dom.find("<h2>tiny-list (closed division)</h2>"), std::string::npos);
+  // The table's rows in rank order: the lower final loss first, with rank 1.
+  const std::string winner = loss["alice"] < loss["bob"] ? "alice" : "bob";
+  const std::string loser = winner == "alice" ? "bob" : "alice";
+  const size_t first = dom.find("<td>" + winner + "</td>"), second = dom.find("<td>" + loser + "</td>");
+  ASSERT_NE(first, std::string::npos) << dom;
+  ASSERT_NE(second, std::string::npos);
+  EXPECT_LT(first, second);
+  EXPECT_NE(dom.find("<tr><td>1</td>"), std::string::npos);
+  // A --list without a database is a usage error.
+  EXPECT_EQ(run_d5({"report", "--list", "-o", html}).exit_code, kExitUsage);
 }
 #endif
 

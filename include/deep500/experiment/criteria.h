@@ -31,6 +31,10 @@ CriterionResult evaluate(const Criterion& c, const Results& results, double wall
 // For criteria over a whole recipe, where only wall_time has a value.
 CriterionResult evaluate_wall_time(const Criterion& c, double wall_time_s);
 
+// `quantity` in a run's results, as criteria look it up: the worst value over the cases that ran
+// (the largest when lower is better). None when a case has no value or no case ran.
+std::optional<double> worst_value(const Results& results, const std::string& quantity, bool lower_is_better);
+
 // The implicit criterion of every run: no case FAILED. A MISTRUSTED case (the reference could not
 // judge it, e.g. a gradient through a kink that rounding put on different sides) makes the run
 // INVALID instead, with the case's reason: not evidence of a wrong result, not a result to trust.

@@ -34,6 +34,16 @@ struct RecipeEntry {
   std::vector<Criterion> criteria;
 };
 
+// What a ranked list of the recipe's submissions orders by (docs/recipes.md#score). A quantity as
+// criteria name it: per run the worst value over its cases (as criteria take it), over runs the
+// median. The default is the whole recipe's wall time.
+struct RecipeScore {
+  std::string quantity = "wall_time";
+  bool lower_is_better = true;
+  std::string entry;  // only this entry's runs; empty: every run
+  bool declared = false;  // false: the default, the recipe named no score
+};
+
 struct Recipe {
   std::string name, description;
   std::string source;  // path or "<text>"
@@ -43,6 +53,7 @@ struct Recipe {
   bool require_valid = false;   // INVALID runs fail the recipe
   std::vector<RecipeEntry> entries;
   std::vector<Criterion> criteria;  // over the whole recipe (wall_time)
+  RecipeScore score;
 };
 
 // Throws FormatError naming the key for malformed recipes and InvalidArgument when a recipe
@@ -75,8 +86,20 @@ struct PlannedRun {
 // Adds "--format json -o PATH" to a d5 command line: before a "--", whose words belong to the
 // command the subcommand runs (d5 scaling's d5 train), else at the end.
 void add_result_file_options(std::vector<std::string>& args, const std::string& path);
+// The inverse, for a recorded command line: its output options (-o, --output, --format, also in
+// their --opt=value forms) removed before a "--"; what follows "--" is kept as it is.
+std::vector<std::string> without_result_file_options(const std::vector<std::string>& args);
 
 std::vector<PlannedRun> plan_runs(const Recipe& recipe, const std::vector<Override>& overrides,
                                   uint64_t default_seed);
+
+// d5's global options of a recipe run (`d5 --threads 2 --deterministic run ...`): they reach every
+// run, before its subcommand, unless the recipe sets the option itself.
+struct RunGlobals {
+  int threads = 0;  // 0: not given
+  bool deterministic = false;
+  std::string math = "strict";
+};
+void add_run_globals(std::vector<PlannedRun>& runs, const RunGlobals& globals);
 
 }  // namespace d5

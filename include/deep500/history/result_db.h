@@ -18,12 +18,14 @@
 #include <string>
 #include <vector>
 
+#include "deep500/history/submission.h"
 #include "deep500/metrics/compare.h"
 
 namespace d5 {
 
-// Version 1: tables meta, runs, cases, measurements (docs/db.md#schema).
-inline constexpr int kResultDbSchemaVersion = 1;
+// Version 1: tables meta, runs, cases, measurements; version 2 adds submissions and
+// submission_files (docs/db.md#schema). Opening an older database migrates it.
+inline constexpr int kResultDbSchemaVersion = 2;
 
 struct DbRun {
   std::string hash;          // SHA-256 of the file's bytes, hex
@@ -60,6 +62,20 @@ struct ImportOutcome {
   int64_t cases = 0, measurements = 0;
 };
 
+// A submission as the database keeps it (submission.h's Submission, without its files' list):
+// where and when it ran from its run.json's manifest.
+struct DbSubmission {
+  Submission submission;
+  std::string submitted_utc, summary_run;
+  std::string start_utc, machine, cpu, commit;
+  bool dirty = false;
+};
+
+struct SubmitOutcome {
+  bool added = false;  // false: this bundle (by id) was submitted before
+  int64_t files = 0;   // files stored (as runs) that were not there yet
+};
+
 struct ImportOptions {
   // Runs inside the import's transaction, after its rows are written and before the commit
   // (tests kill the process there to show that nothing of the file survives).
@@ -81,6 +97,12 @@ class ResultDb {
   // Reads, validates (the results schema) and stores a result file. FormatError naming the file
   // for one that is not a result file; nothing is stored then.
   ImportOutcome import_file(const std::string& path, const ImportOptions& options = {});
+
+  // Stores a checked submission (check_bundle): its files as runs, and the submission, in one
+  // transaction. IoError when a file's bytes changed since they were checked (their hash).
+  SubmitOutcome add_submission(const Submission& submission);
+  // Submissions of `recipe` (all when empty), in order of submission.
+  std::vector<DbSubmission> submissions(const std::string& recipe = {}) const;
 
   // Runs matching the filter's machine, commit, since and until, oldest first.
   std::vector<DbRun> runs(const DbFilter& filter = {}) const;

@@ -21,16 +21,28 @@
 //   single-stream) is within latency_bound_s. VALID when it lasted min_duration, issued
 //   min_queries (459: what a p99 bound at 99% needs) and met the bound. search_server_qps finds
 //   the highest rate that does.
+//   With dynamic batching (server only), each query is one sample and the system under test
+//   gathers queued queries into one executor call of up to the network's batch: it runs when that
+//   many are queued, or when the oldest queued query has waited batch_timeout_s. A call with fewer
+//   queries still runs the network's whole batch (the rest is padding, as a serving system with
+//   fixed shapes does): latency and throughput count real queries only.
 //
-// Energy per sample comes from RAPL where the host exposes it, else its reason is kept.
+// Energy per sample comes from RAPL where the host exposes it, else its reason is kept; for an
+// executor on a device (energy_device), also from the device's driver counters (NVML on NVIDIA
+// GPUs, core/device_sensors.h) over windows of at least kMinDeviceEnergyWindow seconds.
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "deep500/core/device.h"
 #include "deep500/metrics/percentile_bound.h"
 #include "deep500/net/graph_executor.h"
 
 namespace d5 {
+
+// A GPU's energy counter advances in steps of its driver's power sampling (20-100 ms on NVIDIA
+// GPUs): over a second or more, one step at each end is a few percent at most.
+inline constexpr double kMinDeviceEnergyWindow = 1.0;
 
 enum class InferenceScenario { single_stream, multi_stream, offline, server };
 const char* to_string(InferenceScenario s);
@@ -53,6 +65,9 @@ struct ScenarioOptions {
   double latency_bound_s = 0.1;
   double server_percentile = 0.99;
   uint64_t seed = 0x5eed;
+  bool dynamic_batching = false;  // server: queries of one sample batched up to the network's batch
+  double batch_timeout_s = 1e-3;  // how long the oldest queued query may wait for others
+  Device energy_device = Device::cpu();  // where the executor runs: a device's sensors give its energy
 };
 
 struct ScenarioResult {
@@ -67,12 +82,17 @@ struct ScenarioResult {
   double target_qps = 0;             // server: the arrival rate asked for
   double achieved_qps = 0;           // server: queries over the time they were issued in
   bool meets_latency_bound = false;  // server
+  std::vector<int64_t> batches;      // dynamic batching: queries per executor call, in order (measured part)
   int64_t min_queries = 0;           // what validity asked for (queries, or samples offline)
   bool valid = false;
   std::string reason;                // why VALID or INVALID, always set
   bool energy_available = false;
   double joules_per_sample = 0;
   std::string energy_reason;         // why there is no energy figure
+  bool device_energy_available = false;
+  double device_joules_per_sample = 0;
+  std::string device_energy_source;  // "NVML 12.580.82" where available
+  std::string device_energy_reason;  // why there is no device energy figure
 };
 
 // Runs the scenario on `executor` with the same `feeds` for every query (synthetic inputs; the
@@ -84,7 +104,7 @@ ScenarioResult run_inference_scenario(GraphExecutor& executor, const TensorMap& 
 // the rate the system sustains one query at a time (measured first), `steps` server runs, each
 // halving the interval between the highest rate that met the bound and the lowest that did not.
 struct QpsSearch {
-  double capacity_qps = 0;           // from single queries back to back
+  double capacity_qps = 0;           // from single queries back to back (batching: a full batch per call)
   std::vector<ScenarioResult> runs;  // in the order tried
   double best_qps = 0;               // 0: no rate tried met the bound
   int best_run = -1;                 // index into runs

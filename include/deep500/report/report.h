@@ -39,11 +39,30 @@ struct TrendPoint {
   int64_t n = 0;
 };
 
+// One row of a ranked list (d5 report --list, docs/report.md#ranked-lists).
+struct ListRow {
+  int rank = 0;                  // 1, 2, ...; 0: listed, not ranked (note says why)
+  std::optional<double> score;
+  std::string submitter, system, machine, cpu, backends, commit, start_utc, submitted_utc;
+  std::string validity, note, id;
+  bool outputs_verified = false;
+};
+
+// A ranked list: one recipe (as published) in one division.
+struct ListTable {
+  std::string recipe, recipe_hash, division;
+  std::string quantity, unit;
+  bool lower_is_better = true;
+  std::vector<ListRow> rows;  // ranked rows first, by rank
+};
+
 struct ReportInputs {
   std::vector<ReportInput> inputs;
   std::vector<SkippedInput> skipped;
   std::vector<TrendPoint> trends;  // from a result history, oldest first per series
   std::string trends_source;       // the database they came from
+  std::vector<ListTable> lists;    // ranked lists of a result history's submissions
+  std::string lists_source;
 };
 
 // Files are read as given: a file that is no d5 result is a FormatError naming it. Directories

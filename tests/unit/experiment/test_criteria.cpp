@@ -62,6 +62,22 @@ TEST(Criteria, ExtraKeysMetricsAndStatistics) {
   EXPECT_FALSE(evaluate(parse_criterion("wall_time <= 1"), r, 1.5).passed);
 }
 
+TEST(Criteria, TheWorstValueOfARunIsTheLargestWhenLowerIsBetter) {
+  Results r;
+  r.cases = {training(0.91, true), training(0.97, true)};
+  CaseResult skipped = training(0.1, false);
+  skipped.state = CaseState::Skipped;
+  r.cases.push_back(skipped);
+  EXPECT_EQ(worst_value(r, "final_test_accuracy", false), 0.91);
+  EXPECT_EQ(worst_value(r, "final_test_accuracy", true), 0.97);
+  EXPECT_EQ(worst_value(r, "test_accuracy.first", true), 0.5);
+  EXPECT_EQ(worst_value(r, "time_to_accuracy.step", true), 40);
+  EXPECT_FALSE(worst_value(r, "no_such_thing", true));
+  r.cases[1].extra.erase("final_test_accuracy");  // one case without a value: the run has none
+  EXPECT_FALSE(worst_value(r, "final_test_accuracy", false));
+  EXPECT_FALSE(worst_value(Results{}, "final_test_accuracy", false));
+}
+
 TEST(Criteria, CasesThatDidNotRunAreNotChecked) {
   Results r;
   r.cases = {training(0.98, true), training(0.1, false)};

@@ -232,5 +232,52 @@ TEST(Recipe, MalformedRecipesNameWhatIsWrong) {
             std::string::npos);
 }
 
+TEST(Recipe, AScoreSaysWhatRanksAndWhichWayAndDefaultsToWallTime) {
+  const Recipe plain = parse_recipe("recipe: x\nentries:\n  - name: a\n    command: net\n");
+  EXPECT_FALSE(plain.score.declared);
+  EXPECT_EQ(plain.score.quantity, "wall_time");
+  EXPECT_TRUE(plain.score.lower_is_better);
+  const Recipe r = parse_recipe(
+      "recipe: x\nscore: {quantity: test_accuracy.last, better: higher, entry: a}\nentries:\n  - name: a\n"
+      "    command: net\n");
+  EXPECT_TRUE(r.score.declared);
+  EXPECT_EQ(r.score.quantity, "test_accuracy.last");
+  EXPECT_FALSE(r.score.lower_is_better);
+  EXPECT_EQ(r.score.entry, "a");
+  const auto message = [](const std::string& score) {
+    try {
+      parse_recipe("recipe: x\nscore: " + score + "\nentries:\n  - name: a\n    command: net\n");
+    } catch (const FormatError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("{quantity: latency}").find("'better' must be 'lower' or 'higher'"), std::string::npos);
+  EXPECT_NE(message("{quantity: latency, better: faster}").find("'better' must be"), std::string::npos);
+  EXPECT_NE(message("{better: lower}").find("'quantity' is missing"), std::string::npos);
+  EXPECT_NE(message("{quantity: latency, better: lower, entry: b}").find("no entry is named 'b'"), std::string::npos);
+  EXPECT_NE(message("{quantity: 'two words', better: lower}").find("criterion"), std::string::npos);
+  EXPECT_NE(message("{quantity: latency, better: lower, weight: 2}").find("unknown key 'weight'"), std::string::npos);
+  EXPECT_NE(message("latency").find("expected a map"), std::string::npos);
+}
+
+TEST(Recipe, GlobalOptionsGoBeforeTheSubcommandUnlessTheRecipeSetsThem) {
+  const Recipe r = parse_recipe(kTraining);
+  std::vector<PlannedRun> runs = plan_runs(r, {}, 7);
+  const std::vector<std::string> before = runs[0].args;
+  add_run_globals(runs, {4, true, "fast"});
+  // The recipe sets threads (1) itself: only --deterministic and --math are added, in front.
+  std::vector<std::string> expected = {"--deterministic", "--math", "fast"};
+  expected.insert(expected.end(), before.begin(), before.end());
+  EXPECT_EQ(runs[0].args, expected);
+  // And the result file options come off a recorded command line again, whatever their form.
+  std::vector<std::string> recorded = expected;
+  add_result_file_options(recorded, "out.json");
+  recorded.push_back("--output=x.json");
+  EXPECT_EQ(without_result_file_options(recorded), expected);
+  const std::vector<std::string> scaling = {"scaling", "-o", "a.json", "--", "train", "-o", "kept"};
+  EXPECT_EQ(without_result_file_options(scaling), (std::vector<std::string>{"scaling", "--", "train", "-o", "kept"}));
+}
+
 }  // namespace
 }  // namespace d5

@@ -164,7 +164,9 @@ TEST_F(ResultDbTest, RefusesWhatIsNotItsOwnAndStoresNothingOfABadFile) {
     ResultDb::open(db_path());
     FAIL() << "a newer schema must be refused";
   } catch (const FormatError& e) {
-    EXPECT_NE(std::string(e.what()).find("schema version 99, this d5 knows up to 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(fmt::format("schema version 99, this d5 knows up to {}", kResultDbSchemaVersion)),
+              std::string::npos)
+        << e.what();
   }
   // Someone else's SQLite database, and a file that is not a database at all.
   const std::string other = dir_.file("other.db");
@@ -174,6 +176,53 @@ TEST_F(ResultDbTest, RefusesWhatIsNotItsOwnAndStoresNothingOfABadFile) {
   EXPECT_THROW(ResultDb::open(other), FormatError);
   std::ofstream(dir_.file("text.db")) << "not a database, just text that is long enough to have a header\n";
   EXPECT_THROW(ResultDb::open(dir_.file("text.db")), FormatError);
+}
+
+// A database as version 1 of the schema made it (its tables written out here, not taken from the
+// library): opening it migrates it to the current version and keeps every run.
+TEST_F(ResultDbTest, AVersionOneDatabaseIsMigratedAndKeepsItsRuns) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path().c_str(), &raw), SQLITE_OK);
+  const char* v1 = R"sql(
+    CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE runs(hash TEXT PRIMARY KEY, source TEXT NOT NULL, imported_utc TEXT NOT NULL, start_utc TEXT NOT NULL,
+      machine TEXT NOT NULL, cpu TEXT NOT NULL, commit_id TEXT NOT NULL, dirty INTEGER NOT NULL, version TEXT NOT NULL,
+      manifest TEXT NOT NULL);
+    CREATE TABLE cases(run_hash TEXT NOT NULL, ordinal INTEGER NOT NULL, name TEXT NOT NULL, backend TEXT NOT NULL,
+      level TEXT NOT NULL, state TEXT NOT NULL, detail TEXT NOT NULL, PRIMARY KEY(run_hash, ordinal));
+    CREATE TABLE measurements(run_hash TEXT NOT NULL, case_ordinal INTEGER NOT NULL, metric TEXT NOT NULL,
+      unit TEXT NOT NULL, n INTEGER NOT NULL, median REAL, ci_lower REAL, ci_upper REAL, samples TEXT NOT NULL,
+      PRIMARY KEY(run_hash, case_ordinal, metric));
+    INSERT INTO meta VALUES ('schema_version', '1');
+    INSERT INTO runs VALUES ('abc', 'old.json', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z', 'm1', 'cpu', 'c0ffee',
+      0, '0.1.0', '{}');
+    INSERT INTO cases VALUES ('abc', 0, 'gemm', 'onednn', 'L0', 'PASSED', '');
+    INSERT INTO measurements VALUES ('abc', 0, 'latency', 's', 3, 2.0, 1.0, 3.0, '[1.0, 2.0, 3.0]');
+  )sql";
+  ASSERT_EQ(sqlite3_exec(raw, v1, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(raw);
+  sqlite3_close(raw);
+  for (int open = 0; open < 2; ++open) {  // migrating, then opening the migrated one
+    ResultDb db = ResultDb::open(db_path());
+    EXPECT_EQ(db.schema_version(), 2);
+    ASSERT_EQ(db.runs().size(), 1u + open);  // the old run, and after the first open the new one
+    EXPECT_EQ(db.runs()[0].commit, "c0ffee");
+    DbFilter old_run;
+    old_run.commit = "c0ffee";
+    const auto m = db.measurements(old_run);
+    ASSERT_EQ(m.size(), 1u);
+    EXPECT_EQ(m[0].samples, (std::vector<double>{1, 2, 3}));
+    EXPECT_TRUE(db.submissions().empty());
+    // The new tables work beside the old: a file imports (once).
+    db.import_file(write_run(dir_, "new.json", "2026-02-01T00:00:00Z", "m1", "beef", 1e-3, 2e-3));
+    EXPECT_EQ(db.runs().size(), 2u);
+  }
+  ASSERT_EQ(sqlite3_open(db_path().c_str(), &raw), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(raw, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &st, nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "2");
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
 }
 
 // Runs `body` in a child process; returns its exit status as waitpid reports it.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "deep500/core/error.h"
 #include "deep500/net/inference_scenarios.h"
 #include "deep500/net/operator_executor.h"
+#include "../test_memory_device.h"
 #include "executor_test_nets.h"
 
 namespace d5 {
@@ -161,6 +163,112 @@ TEST_F(InferenceScenarios, ServerArrivalsArePoissonAtTheRateAskedForAndRepeat) {
   EXPECT_NE(c.reason.find("over the bound of 1e-09 s"), std::string::npos) << c.reason;
   ScenarioOptions no_rate = server_options(0, 1.0);
   EXPECT_THROW(run_inference_scenario(ex, feeds, no_rate), InvalidArgument);
+}
+
+// An executor call that takes `call` seconds, whatever the batch: the system's cost per call.
+struct SlowCalls : ExecutorEvent {
+  explicit SlowCalls(double call) : call_s(call) {}
+  void before_executor(const TensorMap&) override {
+    std::this_thread::sleep_for(std::chrono::duration<double>(call_s));
+  }
+  double call_s;
+};
+
+// Dynamic batching under load: arrivals at 4000/s into calls of 4 ms gather 16 queries per call on
+// average, so calls are full (8, the network's batch) and every query is served exactly once.
+TEST_F(InferenceScenarios, DynamicBatchingGathersQueuedQueriesUpToTheNetworksBatch) {
+  Network net = test::mlp(8, 8, 16, 4);
+  ReferenceExecutor ex(net);
+  ex.add_event(std::make_shared<SlowCalls>(0.004));
+  ScenarioOptions o = server_options(4000, 10.0);
+  o.dynamic_batching = true;
+  o.batch_timeout_s = 0.001;
+  o.warmup_queries = 1;
+  const ScenarioResult r = run_inference_scenario(ex, test::feeds_for(net, 4), o);
+  EXPECT_EQ(r.batch, 1);  // samples per query
+  EXPECT_EQ(r.samples, r.queries);
+  int64_t served = 0, largest = 0;
+  for (int64_t b : r.batches) {
+    EXPECT_GE(b, 1);
+    EXPECT_LE(b, 8);
+    served += b;
+    largest = std::max(largest, b);
+  }
+  EXPECT_EQ(served, r.queries);
+  EXPECT_EQ(largest, 8);
+  // One query per call would take 459 x 4 ms; batching needs at most a quarter of the calls.
+  EXPECT_LT(static_cast<int64_t>(r.batches.size()) * 4, r.queries) << r.batches.size() << " calls";
+}
+
+// Sparse arrivals (50/s, 5 ms timeout): a query alone in its call waited the whole timeout for a
+// partner first, so its latency is at least the timeout.
+TEST_F(InferenceScenarios, ALoneQueryWaitsTheBatchingTimeout) {
+  Network net = test::mlp(4, 8, 16, 4);
+  ReferenceExecutor ex(net);
+  ScenarioOptions o = server_options(50, 10.0);
+  o.dynamic_batching = true;
+  o.batch_timeout_s = 0.005;
+  o.min_duration_s = 0;
+  o.min_queries = 30;
+  o.warmup_queries = 0;
+  const ScenarioResult r = run_inference_scenario(ex, test::feeds_for(net, 4), o);
+  ASSERT_EQ(r.queries, 30);
+  size_t q = 0, alone = 0;
+  for (int64_t b : r.batches) {
+    if (b == 1) {
+      ++alone;
+      EXPECT_GE(r.latencies_s[q], 0.005) << "query " << q;
+    }
+    q += static_cast<size_t>(b);
+  }
+  EXPECT_EQ(q, 30u);
+  EXPECT_GT(alone, 0u);  // a partner within 5 ms at 50/s: 22% per query; 15 pairs: 0.22^15, about 1e-10
+  // Batching gathers independent arrivals: the other scenarios have none.
+  o.scenario = InferenceScenario::offline;
+  EXPECT_THROW(run_inference_scenario(ex, test::feeds_for(net, 4), o), InvalidArgument);
+}
+
+// A device whose driver's energy counter advances 3 J at every read: a scenario's two reads around
+// its measured window give exactly 3 J over its samples.
+struct SensedAllocator : test::TestMemoryAllocator {
+  SensedAllocator() : TestMemoryAllocator("sensed") {}
+  struct Sensors : DeviceSensors {
+    std::string source() const override { return "test counters"; }
+    std::optional<DeviceSensorReading> read(std::string*) const override {
+      DeviceSensorReading r;
+      r.energy_joules = joules += 3;
+      return r;
+    }
+    mutable double joules = 100;
+  };
+  std::shared_ptr<const DeviceSensors> sensors(int32_t, std::string*) const override {
+    return std::make_shared<Sensors>();
+  }
+};
+
+TEST_F(InferenceScenarios, ADevicesEnergyCounterGivesEnergyPerSampleOverWindowsOfASecond) {
+  static const Device sensed{register_device_kind(std::make_shared<SensedAllocator>()), 0};
+  Network net = test::mlp(1, 8, 16, 4);
+  ReferenceExecutor ex(net);
+  ScenarioOptions o;
+  o.energy_device = sensed;
+  o.min_duration_s = kMinDeviceEnergyWindow;
+  o.warmup_queries = 0;
+  const ScenarioResult r = run_inference_scenario(ex, test::feeds_for(net, 4), o);
+  ASSERT_TRUE(r.device_energy_available) << r.device_energy_reason;
+  EXPECT_EQ(r.device_energy_source, "test counters");
+  EXPECT_DOUBLE_EQ(r.device_joules_per_sample, 3.0 / static_cast<double>(r.samples));
+  // A shorter window than the counter's steps allow: no figure, and why.
+  o.min_duration_s = 0;
+  o.min_queries = 50;
+  const ScenarioResult quick = run_inference_scenario(ex, test::feeds_for(net, 4), o);
+  EXPECT_FALSE(quick.device_energy_available);
+  EXPECT_NE(quick.device_energy_reason.find("is shorter than 1 s"), std::string::npos) << quick.device_energy_reason;
+  // On the host there is no device counter to read.
+  o.energy_device = Device::cpu();
+  const ScenarioResult host = run_inference_scenario(ex, test::feeds_for(net, 4), o);
+  EXPECT_FALSE(host.device_energy_available);
+  EXPECT_EQ(host.device_energy_reason, "the executor runs on the host (its energy is RAPL's)");
 }
 
 // The search bisects: each rate tried is the midpoint between the highest that met the bound and
