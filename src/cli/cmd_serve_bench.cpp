@@ -24,7 +24,7 @@ struct ServeOpts {
   int64_t offline_batch = 32, streams = 8;
   int64_t dynamic_batch = 1;  // server: up to this many one-sample queries per executor call
   bool search_qps = false;
-  int search_steps = 6;
+  int search_steps = 6, search_repeats = 1;
   ScenarioOptions scenario;
   OutputOptions out;
 };
@@ -70,12 +70,22 @@ CaseResult scenario_case(Network& net, const std::string& backend, InferenceScen
   nlohmann::json search;
   ScenarioResult r;
   if (scenario == InferenceScenario::server && o.search_qps) {
-    const QpsSearch q = search_server_qps(*ex, feeds, so, o.search_steps);
+    const RepeatedQpsSearch rep = repeat_server_qps_search(*ex, feeds, so, o.search_steps, o.search_repeats);
+    const QpsSearch& q = rep.searches[static_cast<size_t>(rep.median_search)];
     search = {{"capacity_qps", q.capacity_qps}, {"best_qps", q.best_qps}, {"runs", nlohmann::json::array()}};
     for (const auto& run : q.runs)
       search["runs"].push_back({{"target_qps", run.target_qps}, {"valid", run.valid}, {"reason", run.reason},
                                 {"p_bound_s", run.latency_bound.available ? nlohmann::json(run.latency_bound.value)
                                                                           : nlohmann::json(nullptr)}});
+    if (o.search_repeats > 1) {
+      const MedianCI& ci = rep.summary.median_ci;
+      search["repeats"] = o.search_repeats;
+      search["best_qps_per_search"] = rep.best_qps;
+      search["best_qps_median"] = rep.summary.median;
+      search["best_qps_ci"] = ci.available ? nlohmann::json{ci.lower, ci.upper} : nlohmann::json(nullptr);
+      search["reported_search"] = rep.median_search;
+      c.metrics.push_back(record("best_qps", "queries/s", rep.best_qps));
+    }
     if (q.best_run < 0) {
       r = q.runs.back();
       r.valid = false;
@@ -136,6 +146,13 @@ CaseResult scenario_case(Network& net, const std::string& backend, InferenceScen
       c.detail += fmt::format("; dynamic batching: {} calls, {:.2f} queries per call (at most {}, timeout {})",
                               r.batches.size(), c.extra["dynamic_batching"]["mean_queries_per_call"].get<double>(),
                               o.dynamic_batch, format_seconds(so.batch_timeout_s));
+    if (search.contains("repeats"))
+      c.detail += search["best_qps_ci"].is_null()
+                      ? fmt::format("; {} searches: median best rate {:.4g} queries/s (no CI under 6 searches)",
+                                    o.search_repeats, search["best_qps_median"].get<double>())
+                      : fmt::format("; {} searches: median best rate {:.4g} queries/s, 95% CI [{:.4g}, {:.4g}]",
+                                    o.search_repeats, search["best_qps_median"].get<double>(),
+                                    search["best_qps_ci"][0].get<double>(), search["best_qps_ci"][1].get<double>());
   } else if (scenario == InferenceScenario::single_stream || scenario == InferenceScenario::multi_stream) {
     const PercentileBound& b = r.latency_bound;
     c.params["percentile"] = b.p;
@@ -242,6 +259,11 @@ Command register_serve_bench(CLI::App& app, const GlobalOptions& g) {
                 "Server: search the highest rate that meets --latency-bound (bisection from the one-at-a-time capacity)");
   cmd->add_option("--search-steps", o->search_steps, "Server runs of the rate search")
       ->check(CLI::Range(1, 30))
+      ->capture_default_str();
+  cmd->add_option("--search-repeats", o->search_repeats,
+                  "Independent rate searches: the rate is their median with its 95% CI (from 6 on); the search "
+                  "nearest the median is the one reported")
+      ->check(CLI::Range(1, 50))
       ->capture_default_str();
   add_output_options(*cmd, o->out);
   return {cmd, [o, &g] { return run_serve_bench(*o, g); }};

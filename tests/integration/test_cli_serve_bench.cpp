@@ -76,6 +76,19 @@ TEST(CliServeBench, TheServerScenarioMeetsAGenerousBoundAndSearchesARate) {
   ASSERT_EQ(c["extra"]["search"]["runs"].size(), 3u);
   EXPECT_GT(c["extra"]["search"]["best_qps"].get<double>(), 0);
   EXPECT_EQ(c["extra"]["target_qps"], c["extra"]["search"]["best_qps"]);
+
+  // Two searches: every search's best rate kept, the median theirs, no CI from two.
+  r = run_d5({"serve-bench", "lenet5", "--backend", "reference", "--scenario", "server", "--search-qps",
+              "--search-steps", "2", "--search-repeats", "2", "--latency-bound", "1", "--min-duration", "0.1",
+              "--format", "json", "-o", dir.file("repeats.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  c = json::parse(read_file(dir.file("repeats.json")))["cases"][0];
+  const json& s = c["extra"]["search"];
+  ASSERT_EQ(s["best_qps_per_search"].size(), 2u);
+  const double a = s["best_qps_per_search"][0].get<double>(), b = s["best_qps_per_search"][1].get<double>();
+  EXPECT_DOUBLE_EQ(s["best_qps_median"].get<double>(), (a + b) / 2);
+  EXPECT_TRUE(s["best_qps_ci"].is_null());
+  EXPECT_TRUE(s["best_qps"] == a || s["best_qps"] == b);  // the reported search is one of the two
 }
 
 TEST(CliServeBench, UsageErrorsSayWhatToFix) {

@@ -36,6 +36,7 @@
 
 #include "deep500/core/device.h"
 #include "deep500/metrics/percentile_bound.h"
+#include "deep500/metrics/statistics.h"
 #include "deep500/net/graph_executor.h"
 
 namespace d5 {
@@ -110,5 +111,18 @@ struct QpsSearch {
   int best_run = -1;                 // index into runs
 };
 QpsSearch search_server_qps(GraphExecutor& executor, const TensorMap& feeds, const ScenarioOptions& options, int steps);
+
+// The search repeated: on a shared machine one search's verdicts move with the machine's stalls (a
+// single stall fails a run near the edge and sends the rest of the bisection lower), so the rate
+// is the median of `repeats` independent searches, with its distribution-free 95% CI (from 6
+// searches on; summarize()). A search that met the bound at no rate counts as 0.
+struct RepeatedQpsSearch {
+  std::vector<QpsSearch> searches;
+  std::vector<double> best_qps;  // per search, in order
+  Summary summary;               // of best_qps
+  int median_search = -1;        // the search whose best rate is nearest the median (its run is reported)
+};
+RepeatedQpsSearch repeat_server_qps_search(GraphExecutor& executor, const TensorMap& feeds,
+                                           const ScenarioOptions& options, int steps, int repeats);
 
 }  // namespace d5

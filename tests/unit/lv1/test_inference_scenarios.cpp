@@ -323,5 +323,26 @@ TEST_F(InferenceScenarios, MultiStreamBoundsTheP99OfQueriesOfSeveralSamples) {
   EXPECT_TRUE(r.valid) << r.reason;
 }
 
+// Repeated searches: each one complete, the rate their median, the search nearest it reported.
+TEST_F(InferenceScenarios, RepeatedRateSearchesGiveTheMedianAndTheSearchNearestIt) {
+  Network net = test::mlp(1, 8, 16, 4);
+  ReferenceExecutor ex(net);
+  const TensorMap feeds = test::feeds_for(net, 4);
+  const RepeatedQpsSearch r = repeat_server_qps_search(ex, feeds, server_options(0, 10.0), 2, 3);
+  ASSERT_EQ(r.searches.size(), 3u);
+  ASSERT_EQ(r.best_qps.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(r.searches[i].runs.size(), 2u);
+    EXPECT_EQ(r.best_qps[i], r.searches[i].best_qps);
+  }
+  std::vector<double> sorted = r.best_qps;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(r.summary.median, sorted[1]);
+  ASSERT_GE(r.median_search, 0);
+  EXPECT_EQ(r.best_qps[static_cast<size_t>(r.median_search)], sorted[1]);
+  EXPECT_FALSE(r.summary.median_ci.available);  // three searches are too few for a 95% CI
+  EXPECT_THROW(repeat_server_qps_search(ex, feeds, server_options(0, 10.0), 2, 0), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace d5
