@@ -3,7 +3,9 @@
 // ranked lists (exit 1 when a bundle is refused).
 #include <stdlib.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -153,23 +155,17 @@ int run_regressions(const DbOpts& o) {
   return regressions > 0 ? kExitFailed : kExitOk;
 }
 
-// The recipe name run.json records, to find the published recipe by; "" when it has none.
-std::string recorded_recipe_name(const std::string& bundle) {
-  namespace fs = std::filesystem;
-  const fs::path summary = fs::is_directory(bundle) ? fs::path(bundle) / "run.json" : fs::path(bundle);
-  std::ifstream in(summary);
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  const nlohmann::json::json_pointer at("/manifest/extra/recipe/name");
-  return !j.is_discarded() && j.contains(at) && j[at].is_string() ? j[at].get<std::string>() : "";
-}
-
 // `d5 rerun --outputs-only` of the bundle in a child process: true when it reproduced every output;
 // else a problem naming the differences (or the log).
 bool rerun_outputs(const std::string& summary, std::vector<std::string>& problems) {
   namespace fs = std::filesystem;
-  std::string tmpl = (fs::temp_directory_path() / "d5-submit-XXXXXX").string();
-  if (!mkdtemp(tmpl.data())) D5_THROW(IoError, "cannot create a temporary directory for the rerun in {}", tmpl);
-  const fs::path work(tmpl);
+  // mkdtemp replaces the trailing XXXXXX with a unique name and creates the directory: two
+  // submissions verified at once never rerun into one place.
+  std::string unique_dir = (fs::temp_directory_path() / "d5-submit-XXXXXX").string();
+  if (!mkdtemp(unique_dir.data()))
+    D5_THROW(IoError, "cannot create a temporary directory for the rerun under {}: {}",
+             fs::temp_directory_path().string(), std::strerror(errno));
+  const fs::path work(unique_dir);
   const std::string out = (work / "rerun.json").string(), log = (work / "rerun.log").string();
   const ProcessOutcome p = run_process(self_executable(),
                                        {"rerun", "--outputs-only", summary, "--into", (work / "runs").string(),
@@ -203,9 +199,9 @@ int run_submit(const DbOpts& o) {
   if (name.empty())
     throw InvalidArgument(fmt::format("{} names no recipe: give the published recipe with --recipe", o.bundle));
   const std::string published_path = resolve_recipe(name);
-  std::ifstream in(published_path, std::ios::binary);
-  const std::string published((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  BundleCheck check = check_bundle(o.bundle, published);
+  // The text as d5 run records it (load_recipe keeps it byte for byte); a published recipe that
+  // does not read is an error of its own, before any bundle is judged against it.
+  BundleCheck check = check_bundle(o.bundle, load_recipe(published_path).text);
   Submission& s = check.submission;
   if (o.verify_outputs && check.problems.empty()) {
     if (!check.deterministic)
@@ -215,13 +211,7 @@ int run_submit(const DbOpts& o) {
       check.checks.push_back("outputs: d5 rerun --outputs-only reproduced every output bit for bit");
   }
   s.submitter = o.submitter;
-  s.system = o.system;
-  if (s.system.empty()) {
-    std::ifstream summary(check.summary_path);
-    const auto j = nlohmann::json::parse(summary, nullptr, false);
-    const nlohmann::json::json_pointer host("/manifest/hostname");
-    if (!j.is_discarded() && j.contains(host) && j[host].is_string()) s.system = j[host].get<std::string>();
-  }
+  if (!o.system.empty()) s.system = o.system;
   std::string text = fmt::format("bundle {} against the published recipe {}\n", o.bundle, published_path);
   for (const auto& c : check.checks) text += "  ok       " + c + "\n";
   for (const auto& p : check.problems) text += "  PROBLEM  " + p + "\n";

@@ -4,13 +4,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "core/digest.h"
+#include "core/sysfs_parse.h"
 #include "deep500/core/error.h"
 #include "deep500/experiment/recipe_run.h"
 #include "deep500/metrics/statistics.h"
@@ -21,14 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::optional<std::string> read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string text_field(const json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
@@ -156,9 +147,11 @@ void check_run(const Plan& plan, const PlannedRun& planned, const CaseResult& c,
     return;
   }
   const fs::path file = dir / r.result_file;
-  const auto bytes = read_file(file);
+  std::string why;
+  const auto bytes = detail::read_text_file(file.string(), &why);
   if (!bytes) {
-    problems.push_back(fmt::format("run {}: its result file {} is missing", id, r.result_file));
+    problems.push_back(fs::exists(file) ? fmt::format("run {}: its result file {} cannot be read: {}", id, r.result_file, why)
+                                        : fmt::format("run {}: its result file {} is missing", id, r.result_file));
     return;
   }
   Results results;
@@ -264,6 +257,7 @@ namespace {
 void check_summary(const Results& sum, const fs::path& dir, const std::string& published, BundleCheck& out) {
   Submission& s = out.submission;
   check_manifest(sum.manifest, out.problems);
+  s.system = text_field(sum.manifest, "hostname");  // the list's default name for the system
   const auto plan = plan_from_manifest(sum.manifest, published, out);
   if (!plan) return;
   if (plan->runs.size() != sum.cases.size()) {
@@ -295,12 +289,23 @@ void check_summary(const Results& sum, const fs::path& dir, const std::string& p
 
 }  // namespace
 
+std::string bundle_summary_path(const std::string& path) {
+  return fs::is_directory(path) ? (fs::path(path) / "run.json").string() : path;
+}
+
+std::string recorded_recipe_name(const std::string& path) {
+  const auto text = detail::read_text_file(bundle_summary_path(path));
+  const json j = text ? json::parse(*text, nullptr, false) : json();
+  const json::json_pointer at("/manifest/extra/recipe/name");
+  return j.is_object() && j.contains(at) && j[at].is_string() ? j[at].get<std::string>() : "";
+}
+
 BundleCheck check_bundle(const std::string& path, const std::string& published) {
   BundleCheck out;
-  const fs::path summary = fs::is_directory(path) ? fs::path(path) / "run.json" : fs::path(path);
+  const fs::path summary = bundle_summary_path(path);
   const fs::path dir = summary.parent_path().empty() ? fs::path(".") : summary.parent_path();
   out.summary_path = summary.string();
-  const auto bytes = read_file(summary);
+  const auto bytes = detail::read_text_file(summary.string());
   if (!bytes)
     D5_THROW(IoError, "cannot read {}: a submission is the results directory `d5 run` wrote (with its run.json)",
              summary.string());

@@ -74,7 +74,9 @@ void device_energy(const EnergyWindow& e, ScenarioResult& r) {
                                          window, kMinDeviceEnergyWindow);
   } else if (*e.device_end < *e.device_begin) {
     r.device_energy_reason = "the energy counter went back (the driver was reloaded during the run)";
-  } else if (r.samples > 0) {
+  } else if (r.samples == 0) {
+    r.device_energy_reason = "no sample was measured to divide the energy by";
+  } else {
     r.device_energy_available = true;
     r.device_joules_per_sample = (*e.device_end - *e.device_begin) / static_cast<double>(r.samples);
   }

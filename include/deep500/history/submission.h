@@ -29,7 +29,8 @@ struct BundleFile {
 struct Submission {
   std::string id;  // SHA-256 over the bundle's files (names and hashes): the same bundle, the same id
   std::string recipe, recipe_hash, division;
-  std::string submitter, system;
+  std::string submitter;
+  std::string system;  // check_bundle sets the manifest's hostname; a submitter may name it otherwise
   std::string score_quantity;
   bool lower_is_better = true;
   std::optional<double> score;  // none: a run had no value (the submission is not ranked)
@@ -49,6 +50,11 @@ struct BundleCheck {
   bool deterministic = false;         // the bundle ran with --deterministic (outputs can be rerun)
   std::string summary_path;           // run.json's path
 };
+
+// run.json of a bundle given as its directory or as the file itself.
+std::string bundle_summary_path(const std::string& path);
+// The recipe name run.json records (to find the published recipe by); "" when it has none.
+std::string recorded_recipe_name(const std::string& path);
 
 // Checks the bundle at `path` (a results directory, or its run.json) against the published
 // recipe's text. Every problem found is listed (not only the first); IoError only when the
