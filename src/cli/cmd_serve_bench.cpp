@@ -75,6 +75,7 @@ CaseResult scenario_case(Network& net, const std::string& backend, InferenceScen
     search = {{"capacity_qps", q.capacity_qps}, {"best_qps", q.best_qps}, {"runs", nlohmann::json::array()}};
     for (const auto& run : q.runs)
       search["runs"].push_back({{"target_qps", run.target_qps}, {"valid", run.valid}, {"reason", run.reason},
+                                {"issue_lateness_max_s", run.issue_lateness_max_s},
                                 {"p_bound_s", run.latency_bound.available ? nlohmann::json(run.latency_bound.value)
                                                                           : nlohmann::json(nullptr)}});
     if (o.search_repeats > 1) {
@@ -127,6 +128,7 @@ CaseResult scenario_case(Network& net, const std::string& backend, InferenceScen
     c.extra["latency_bound"] = {{"percentile", b.p}, {"confidence", b.confidence}, {"available", b.available},
                                 {"rank", b.rank},    {"value_s", b.value},         {"achieved", b.achieved},
                                 {"bound_s", so.latency_bound_s}, {"met", r.meets_latency_bound}};
+    c.extra["issue_lateness"] = {{"p99_s", r.issue_lateness_p99_s}, {"max_s", r.issue_lateness_max_s}};
     if (!search.is_null()) c.extra["search"] = search;
     if (so.dynamic_batching) {
       std::vector<double> sizes(r.batches.begin(), r.batches.end());

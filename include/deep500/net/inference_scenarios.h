@@ -83,6 +83,11 @@ struct ScenarioResult {
   double target_qps = 0;             // server: the arrival rate asked for
   double achieved_qps = 0;           // server: queries over the time they were issued in
   bool meets_latency_bound = false;  // server
+  // Server: how late the load generator issued each query after its scheduled arrival (it does
+  // nothing but sleep until then, so lateness is the machine's: a descheduled thread or VM). Every
+  // query's latency counts from the schedule, so a bound below the largest lateness is a bound on
+  // the machine's stalls rather than on the system under test.
+  double issue_lateness_p99_s = 0, issue_lateness_max_s = 0;
   std::vector<int64_t> batches;      // dynamic batching: queries per executor call, in order (measured part)
   int64_t min_queries = 0;           // what validity asked for (queries, or samples offline)
   bool valid = false;

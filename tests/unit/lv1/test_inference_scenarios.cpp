@@ -153,6 +153,10 @@ TEST_F(InferenceScenarios, ServerArrivalsArePoissonAtTheRateAskedForAndRepeat) {
   EXPECT_TRUE(a.meets_latency_bound);
   EXPECT_TRUE(a.valid) << a.reason;
   EXPECT_NE(a.reason.find("the p99 latency's 99% bound"), std::string::npos) << a.reason;
+  // The generator's own lateness: a distribution's p99 and maximum, within the run.
+  EXPECT_GE(a.issue_lateness_p99_s, 0);
+  EXPECT_LE(a.issue_lateness_p99_s, a.issue_lateness_max_s);
+  EXPECT_LT(a.issue_lateness_max_s, a.duration_s);
   const ScenarioResult b = run_inference_scenario(ex, feeds, server_options(2000, 1.0));
   EXPECT_EQ(b.queries, a.queries);
   EXPECT_EQ(b.achieved_qps > 0, true);
@@ -161,6 +165,9 @@ TEST_F(InferenceScenarios, ServerArrivalsArePoissonAtTheRateAskedForAndRepeat) {
   EXPECT_FALSE(c.meets_latency_bound);
   EXPECT_FALSE(c.valid);
   EXPECT_NE(c.reason.find("over the bound of 1e-09 s"), std::string::npos) << c.reason;
+  // Waking up takes longer than a quarter of a nanosecond: the reason blames the machine too.
+  EXPECT_NE(c.reason.find("the load generator, which only sleeps, woke up to"), std::string::npos) << c.reason;
+  EXPECT_EQ(a.reason.find("woke up to"), std::string::npos) << a.reason;
   ScenarioOptions no_rate = server_options(0, 1.0);
   EXPECT_THROW(run_inference_scenario(ex, feeds, no_rate), InvalidArgument);
 }
