@@ -16,6 +16,10 @@ d5_tristate_option(D5_WITH_ONEDNN "Build the oneDNN backend (Debian: libdnnl-dev
 d5_tristate_option(D5_WITH_MPI    "Build MPI-based distributed training (Debian: libopenmpi-dev)")
 d5_tristate_option(D5_WITH_CUDA   "Build the CUDA backend (needs a CUDA toolkit)")
 d5_tristate_option(D5_WITH_ONNX   "Build ONNX model I/O and the ONNX conformance runner (Debian: libonnx-dev)")
+d5_tristate_option(D5_WITH_PYTHON "Build the Python package deep500 (Debian: pybind11-dev python3-dev)")
+# The interpreter the package is built for and tested with: Debian's, whose NumPy, PyTorch and
+# pytest come from Debian packages, not whichever python3 comes first on the PATH.
+set(D5_PYTHON "/usr/bin/python3" CACHE FILEPATH "Python interpreter of the deep500 package")
 
 option(D5_WERROR      "Treat compiler warnings as errors" OFF)
 option(D5_BUILD_TESTS "Build the test suites" ON)

@@ -2,7 +2,8 @@
 """After `make test` in CI: fail when something CI must cover was left out or skipped.
 
 CI must build every backend the platform can build (Debian's packages give LibTorch, oneDNN and
-MPI; a CUDA toolkit, where one is installed, the CUDA backend), with ONNX, YAML recipes and SQLite, and
+MPI; a CUDA toolkit, where one is installed, the CUDA backend), with ONNX, YAML recipes, SQLite and
+the Python package, and
 must run every test: a test skipped for any reason but the ones listed in .ci/allowed-skips
 (there is no GPU in CI, for one) means a prerequisite went missing, and the run fails naming it.
 
@@ -26,6 +27,16 @@ REQUIRED_LIBRARIES = {
     "mpi": "the MPI schemes of Level 3 (Debian libopenmpi-dev)",
     "sqlite": "the result history, d5 db (Debian libsqlite3-dev)",
 }
+
+# Tests whose absence from the run means an area was left out of the build.
+REQUIRED_TESTS = {
+    "python_package": "the Python package deep500 (Debian pybind11-dev, python3-dev, python3-pytest)",
+}
+
+
+def tests_run(log_text):
+    """The names of the tests in ctest's LastTest.log."""
+    return {m.group(1).strip() for m in re.finditer(r"^\d+/\d+ Testing: (.*)$", log_text, flags=re.M)}
 
 
 def skipped_tests(log_text):
@@ -110,7 +121,12 @@ def main():
         problems.append(f"no ctest log at {log_path}: run the tests first")
         skips = []
     else:
-        skips = skipped_tests(open(log_path, errors="replace").read())
+        log_text = open(log_path, errors="replace").read()
+        skips = skipped_tests(log_text)
+        ran = tests_run(log_text)
+        for test, what in REQUIRED_TESTS.items():
+            if test not in ran:
+                problems.append(f"{what} was not tested: no test '{test}' ran (not built at configure time?)")
     allowed = load_allowed(a.allowed)
     ok_skips = 0
     for test, reason in skips:

@@ -27,6 +27,8 @@ PACKAGES=(
   dpkg-dev
   # test-data generation only (ONNX conformance cases, exported networks)
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
+  # the Python package (python/, docs/python.md): built for Debian's interpreter, tested with pytest
+  pybind11-dev python3-dev python3-pytest
   # the test that renders `d5 report`'s page headless
   chromium
   # `make fuzz` (docs/fuzzing.md): clang, and libclang-rt-14-dev for libFuzzer and the sanitizer

@@ -1,0 +1,118 @@
+// d5.Tensor and d5.tensor(): NumPy arrays in, d5 tensors out, both without a copy (the buffer
+// protocol both ways). A NumPy array becomes a view of its memory (Tensor::view; adopting would
+// ask d5's 64-byte alignment, which NumPy does not promise) held alive by the d5.Tensor; a d5
+// tensor is exported as a buffer whose owner is the d5.Tensor, so numpy.asarray(t) shares it.
+#include <fmt/format.h>
+
+#include "bindings.h"
+#include "deep500/core/error.h"
+#include "deep500/core/shape.h"
+#include "py_tensor.h"
+
+namespace d5::python {
+
+namespace {
+
+// The struct-module format of a dtype; bf16 has none (NumPy has no bfloat16).
+std::string buffer_format(DType t) {
+  switch (t) {
+    case DType::f32: return "f";
+    case DType::f64: return "d";
+    case DType::f16: return "e";
+    case DType::i8: return "b";
+    case DType::i16: return "h";
+    case DType::i32: return "i";
+    case DType::i64: return "q";
+    case DType::u8: return "B";
+    case DType::boolean: return "?";
+    default: break;
+  }
+  throw InvalidArgument(fmt::format("a {} tensor has no NumPy equivalent (NumPy has no {}); cast it to f32 first",
+                                    to_string(t), to_string(t)));
+}
+
+// A buffer's element type: the format's last character (after any byte-order prefix) and the
+// item size, since 'l' and 'q' are both 64-bit integers on Linux.
+DType dtype_of_buffer(const py::buffer_info& info, const std::string& what) {
+  const std::string& f = info.format;
+  const char c = f.empty() ? '?' : f.back();
+  const bool native = f.size() == 1 || f.front() == '@' || f.front() == '=' || f.front() == '<';
+  const auto size = info.itemsize;
+  if (native) {
+    if (c == 'f' && size == 4) return DType::f32;
+    if (c == 'd' && size == 8) return DType::f64;
+    if (c == 'e' && size == 2) return DType::f16;
+    if ((c == 'b') && size == 1) return DType::i8;
+    if (c == 'B' && size == 1) return DType::u8;
+    if (c == '?' && size == 1) return DType::boolean;
+    if ((c == 'h') && size == 2) return DType::i16;
+    if ((c == 'i' || c == 'l') && size == 4) return DType::i32;
+    if ((c == 'l' || c == 'q') && size == 8) return DType::i64;
+  }
+  throw InvalidArgument(fmt::format("{}: element format '{}' ({} bytes) has no d5 dtype (d5 takes float32, float64, "
+                                    "float16, int8/16/32/64, uint8 and bool in native byte order)",
+                                    what, f, size));
+}
+
+py::buffer_info export_buffer(PyTensor& t) {
+  D5_CHECK_ARG(t.tensor.defined(), "the tensor is empty (undefined): it has no memory to share");
+  D5_CHECK_ARG(t.tensor.on_host(), "the tensor lives on {}: copy it to the host before reading it from NumPy",
+               t.tensor.device().to_string());
+  const auto item = static_cast<py::ssize_t>(dtype_size(t.tensor.dtype()));
+  std::vector<py::ssize_t> shape, strides;
+  for (int64_t d : t.tensor.shape().dims()) shape.push_back(d);
+  for (int64_t s : t.tensor.shape().strides()) strides.push_back(s * item);
+  return py::buffer_info(t.tensor.data(), item, buffer_format(t.tensor.dtype()), static_cast<py::ssize_t>(shape.size()),
+                         shape, strides, /*readonly=*/false);
+}
+
+py::list int_list(const std::vector<int64_t>& v) {
+  py::list l;
+  for (int64_t x : v) l.append(x);
+  return l;
+}
+
+}  // namespace
+
+Tensor to_tensor(const py::handle& obj, const std::string& what) {
+  if (py::isinstance<PyTensor>(obj)) return obj.cast<PyTensor&>().tensor;
+  D5_CHECK_ARG(PyObject_CheckBuffer(obj.ptr()) == 1,
+               "{}: a {} is not an array (pass a NumPy array, a d5.Tensor, or a torch tensor via d5.tensor())", what,
+               std::string(py::str(obj.get_type().attr("__name__"))));
+  const py::buffer_info info = py::reinterpret_borrow<py::buffer>(obj).request();
+  const DType dtype = dtype_of_buffer(info, what);
+  std::vector<int64_t> dims(info.shape.begin(), info.shape.end());
+  const Shape shape(dims);
+  const auto expected = shape.strides();
+  for (size_t i = 0; i < dims.size(); ++i)
+    D5_CHECK_ARG(dims[i] <= 1 || info.strides[i] == expected[i] * info.itemsize,
+                 "{}: the array is not C-contiguous (strides {} bytes); d5 shares memory only in row-major order: "
+                 "pass numpy.ascontiguousarray(a), which copies",
+                 what, fmt::join(info.strides, ", "));
+  return Tensor::view(TensorDesc{dtype, shape, Layout::any}, info.ptr);
+}
+
+void bind_tensor(py::module_& m) {
+  py::class_<PyTensor>(m, "Tensor", py::buffer_protocol(), R"doc(
+A d5 tensor. numpy.asarray(t) shares its memory (no copy); d5.tensor(array) makes one that shares
+the array's memory. Element types: float32, float64, float16, int8/16/32/64, uint8, bool.)doc")
+      .def_buffer(&export_buffer)
+      .def_property_readonly("shape", [](const PyTensor& t) { return py::tuple(int_list(t.tensor.shape().dims())); })
+      .def_property_readonly("dtype", [](const PyTensor& t) { return std::string(to_string(t.tensor.dtype())); })
+      .def_property_readonly("device", [](const PyTensor& t) { return t.tensor.device().to_string(); })
+      .def_property_readonly("shares_memory_with_python",
+                             [](const PyTensor& t) { return !t.base.is_none(); },
+                             "True when the memory belongs to a Python object (the array it was made from)")
+      .def("__repr__", [](const PyTensor& t) {
+        return fmt::format("d5.Tensor({} on {})", t.tensor.desc().to_string(), t.tensor.device().to_string());
+      });
+  m.def(
+      "_tensor",
+      [](const py::object& array) {
+        if (py::isinstance<PyTensor>(array)) return array.cast<PyTensor>();
+        return PyTensor{to_tensor(array, "d5.tensor()"), array};
+      },
+      py::arg("array"), "A d5.Tensor sharing the memory of a C-contiguous array (no copy)");
+}
+
+}  // namespace d5::python

@@ -1,0 +1,58 @@
+"""d5.Tensor and d5.tensor(): memory shared with NumPy and PyTorch, both ways, no copy."""
+import numpy as np
+import pytest
+import torch
+
+import deep500 as d5
+
+
+@pytest.mark.parametrize("dtype,name", [(np.float32, "f32"), (np.float64, "f64"), (np.float16, "f16"),
+                                        (np.int8, "i8"), (np.int16, "i16"), (np.int32, "i32"),
+                                        (np.int64, "i64"), (np.uint8, "u8"), (np.bool_, "bool")])
+def test_an_array_and_its_tensor_share_memory_both_ways(dtype, name):
+    a = np.arange(24).reshape(2, 3, 4).astype(dtype)
+    t = d5.tensor(a)
+    assert t.dtype == name and t.shape == (2, 3, 4) and t.device == "cpu"
+    assert t.shares_memory_with_python
+    back = np.asarray(t)
+    assert back.dtype == a.dtype and np.shares_memory(back, a)
+    back[1, 2, 3] = 1  # written through the tensor's buffer, seen in the original array
+    assert a[1, 2, 3] == 1
+
+
+def test_the_tensor_keeps_the_array_alive():
+    t = d5.tensor(np.full((1000,), 7.0, dtype=np.float32))  # the only reference to the array
+    import gc
+    gc.collect()
+    np.testing.assert_array_equal(np.asarray(t), np.full((1000,), 7.0, dtype=np.float32))
+
+
+def test_operator_outputs_are_d5_memory_that_numpy_views():
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    (y,) = d5.op("Relu", [x]).forward([x])
+    assert not y.shares_memory_with_python
+    v1, v2 = np.asarray(y), np.asarray(y)
+    assert np.shares_memory(v1, v2)  # both views of the one d5 buffer
+    np.testing.assert_array_equal(v1, np.maximum(x, 0))
+
+
+def test_a_cpu_torch_tensor_is_shared_too():
+    src = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    t = d5.tensor(src)
+    np.asarray(t)[0, 0] = 42
+    assert src[0, 0].item() == 42
+
+
+def test_non_contiguous_arrays_are_refused_with_the_fix():
+    a = np.zeros((4, 6), dtype=np.float32)[:, ::2]
+    with pytest.raises(d5.InvalidArgument, match="not C-contiguous.*ascontiguousarray"):
+        d5.tensor(a)
+    with pytest.raises(ValueError):  # the built-in exception a caller may catch instead
+        d5.tensor(a)
+
+
+def test_unsupported_element_types_name_what_d5_takes():
+    with pytest.raises(d5.InvalidArgument, match="has no d5 dtype"):
+        d5.tensor(np.zeros(3, dtype=np.complex64))
+    with pytest.raises(d5.InvalidArgument, match="not an array"):
+        d5.tensor("not an array")
