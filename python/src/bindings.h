@@ -3,6 +3,8 @@
 #include <pybind11/pybind11.h>
 
 #include "deep500/core/tensor.h"
+#include "deep500/op/attributes.h"
+#include "deep500/op/validation.h"
 
 namespace d5::python {
 
@@ -13,11 +15,25 @@ void bind_tensor(py::module_& m);
 void bind_ops(py::module_& m);
 void bind_stats(py::module_& m);
 void bind_info(py::module_& m);
+void bind_custom_ops(py::module_& m);
+void bind_networks(py::module_& m);
+void bind_dlpack(py::module_& m);  // after bind_tensor
 
 // A d5 Tensor for a Python object: a d5.Tensor as is, anything exporting a C-contiguous buffer
 // (a NumPy array, a CPU torch tensor's .numpy()) without a copy, its memory kept alive by a
 // reference to the object. InvalidArgument naming `what` for other objects and layouts.
 Tensor to_tensor(const py::handle& obj, const std::string& what);
+
+// A Python value as an ONNX attribute (int, float, str, lists of one of them, an array).
+AttrValue attribute_value(const std::string& name, const py::handle& v);
+
+// Drops a reference held by C++, taking the GIL; after the interpreter finalized (a backend's
+// static cache destroyed at exit) the reference is left instead.
+void release_python_object(py::object& o);
+
+// A forward check (an operator's or an executor's) as the dict test_forward returns: state,
+// detail, per tensor its norms, extra.
+py::dict check_result(const ForwardCheckResult& r);
 
 // nlohmann::json <-> Python through the json module: results and manifests are JSON documents
 // in C++ already, and a dict is what a Python user expects of them.

@@ -12,4 +12,7 @@ PYBIND11_MODULE(_core, m) {
   d5::python::bind_ops(m);
   d5::python::bind_stats(m);
   d5::python::bind_info(m);
+  d5::python::bind_custom_ops(m);
+  d5::python::bind_networks(m);
+  d5::python::bind_dlpack(m);
 }

@@ -43,7 +43,9 @@ py::list to_python(std::vector<Tensor> tensors) {
   return l;
 }
 
-AttrValue attribute_of(const std::string& name, const py::handle& v) {
+}  // namespace
+
+AttrValue attribute_value(const std::string& name, const py::handle& v) {
   if (py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v)) return v.cast<int64_t>();
   if (py::isinstance<py::float_>(v)) return v.cast<double>();
   if (py::isinstance<py::str>(v)) return v.cast<std::string>();
@@ -67,6 +69,8 @@ AttrValue attribute_of(const std::string& name, const py::handle& v) {
                                     name, std::string(py::str(v.get_type().attr("__name__")))));
 }
 
+namespace {
+
 // A misspelt backend is named as such, not as "no implementation accepts this case".
 void check_backend(const std::string& name) {
   const auto info = find_backend(name);
@@ -88,7 +92,7 @@ PyOperator make_op(const std::string& type, const py::sequence& inputs, const py
                    const std::optional<std::string>& backend) {
   OpSpec spec;
   spec.type = type;
-  for (const auto& [k, v] : attrs) spec.attrs.set(k.cast<std::string>(), attribute_of(k.cast<std::string>(), v));
+  for (const auto& [k, v] : attrs) spec.attrs.set(k.cast<std::string>(), attribute_value(k.cast<std::string>(), v));
   const std::vector<Tensor> in = tensors_of(inputs, "input");
   for (const Tensor& t : in) {
     spec.inputs.push_back(t.defined() ? t.desc() : TensorDesc{});
@@ -141,36 +145,24 @@ py::list backward(PyOperator& p, const py::sequence& grad_outputs, const py::seq
   return to_python(std::move(grads));
 }
 
-py::dict forward_result(const ForwardCheckResult& r) {
-  py::dict d;
-  d["state"] = to_string(r.state);
-  d["detail"] = r.detail;
-  py::list outputs;
-  for (const OutputCheck& o : r.outputs) {
-    py::dict e;
-    e["index"] = o.index;
-    e["l1"] = o.cmp.l1;
-    e["l2"] = o.cmp.l2;
-    e["linf"] = o.cmp.linf;
-    e["rel_l2"] = o.cmp.rel_l2;
-    e["max_abs_error"] = o.cmp.max_abs_error;
-    e["max_rel_error"] = o.cmp.max_rel_error;
-    e["mismatches"] = o.cmp.mismatches;
-    e["rtol"] = o.cmp.tol.rtol;
-    e["atol"] = o.cmp.tol.atol;
-    e["nondeterministic"] = o.nondeterministic;
-    outputs.append(e);
-  }
-  d["outputs"] = outputs;
-  d["extra"] = json_to_python(r.extra.dump());
-  return d;
-}
 
-py::dict run_test_forward(PyOperator& p, const py::sequence& inputs, const std::string& reference,
+// `reference`: a backend's name (the same problem runs there) or the expected outputs themselves.
+py::dict run_test_forward(PyOperator& p, const py::sequence& inputs, const py::object& reference,
                           std::optional<double> rtol, std::optional<double> atol, int reruns) {
   const std::vector<Tensor> in = tensors_of(inputs, "input");
   check_inputs(p, in);
-  std::unique_ptr<Operator> ref = OpRegistry::global().create(p.op->spec(), reference);
+  std::unique_ptr<Operator> ref;
+  std::vector<Tensor> expected;
+  if (py::isinstance<py::str>(reference)) {
+    const auto backend = reference.cast<std::string>();
+    check_backend(backend);
+    ref = OpRegistry::global().create(p.op->spec(), backend);
+  } else {
+    D5_CHECK_ARG(py::isinstance<py::sequence>(reference),
+                 "reference: a backend's name or a list of expected outputs, not a {}",
+                 std::string(py::str(reference.get_type().attr("__name__"))));
+    expected = tensors_of(reference.cast<py::sequence>(), "expected output");
+  }
   ForwardCheckOptions o;
   o.rtol = rtol;
   o.atol = atol;
@@ -178,10 +170,10 @@ py::dict run_test_forward(PyOperator& p, const py::sequence& inputs, const std::
   ForwardCheckResult r;
   {
     py::gil_scoped_release release;
-    const std::vector<Tensor> expected = ref->run_forward(in);
+    if (ref) expected = ref->run_forward(in);
     r = test_forward(*p.op, in, expected, o);
   }
-  return forward_result(r);
+  return check_result(r);
 }
 
 py::dict run_test_gradient(PyOperator& p, const py::sequence& inputs, double eps, double rtol, double atol,
@@ -228,6 +220,31 @@ py::list list_ops(const std::optional<std::string>& backend) {
 }
 
 }  // namespace
+
+py::dict check_result(const ForwardCheckResult& r) {
+  py::dict d;
+  d["state"] = to_string(r.state);
+  d["detail"] = r.detail;
+  py::list outputs;
+  for (const OutputCheck& o : r.outputs) {
+    py::dict e;
+    e["index"] = o.index;
+    e["l1"] = o.cmp.l1;
+    e["l2"] = o.cmp.l2;
+    e["linf"] = o.cmp.linf;
+    e["rel_l2"] = o.cmp.rel_l2;
+    e["max_abs_error"] = o.cmp.max_abs_error;
+    e["max_rel_error"] = o.cmp.max_rel_error;
+    e["mismatches"] = o.cmp.mismatches;
+    e["rtol"] = o.cmp.tol.rtol;
+    e["atol"] = o.cmp.tol.atol;
+    e["nondeterministic"] = o.nondeterministic;
+    outputs.append(e);
+  }
+  d["outputs"] = outputs;
+  d["extra"] = json_to_python(r.extra.dump());
+  return d;
+}
 
 void bind_ops(py::module_& m) {
   py::class_<PyOperator>(m, "Operator", "An operator created for one problem (d5.op)")

@@ -5,6 +5,8 @@
 #include "bindings.h"
 #include "deep500/core/error.h"
 #include "deep500/metrics/results.h"
+#include "deep500/metrics/runner.h"
+#include "deep500/metrics/standard_metrics.h"
 #include "deep500/metrics/statistics.h"
 
 namespace d5::python {
@@ -31,6 +33,29 @@ MannWhitneyMethod method_of(const std::string& m) {
   throw InvalidArgument("method must be 'auto', 'exact' or 'asymptotic', got '" + m + "'");
 }
 
+// d5's adaptive runner over a Python callable: warm-up, then runs until the median's CI is tight
+// enough or a limit is reached; the GIL stays held (the workload is Python).
+py::dict measure(const py::function& fn, int min_runs, int max_runs, double max_time, int warmup, double target_ci) {
+  RunSettings rs;
+  rs.min_runs = min_runs;
+  rs.max_runs = max_runs;
+  rs.max_seconds = max_time;
+  rs.warmup_runs = warmup;
+  rs.target_ci_ratio = target_ci;
+  MetricSet metrics;
+  metrics.add(std::make_unique<WallTime>());
+  const RunOutcome out = run_measured([&] { fn(); }, metrics, rs);
+  py::dict d;
+  d["validity"] = to_string(out.validity);
+  d["reason"] = out.reason;
+  d["runs"] = out.runs;
+  d["warmup_runs"] = out.warmup_runs;
+  d["seconds"] = out.seconds;
+  d["ci_ratio"] = out.ci_ratio;
+  d["wall_time"] = json_to_python(to_json(metrics.results().front()).dump());
+  return d;
+}
+
 }  // namespace
 
 void bind_stats(py::module_& m) {
@@ -48,6 +73,8 @@ void bind_stats(py::module_& m) {
         return d;
       },
       py::arg("a"), py::arg("b"), py::arg("method"));
+  m.def("_measure", &measure, py::arg("fn"), py::arg("min_runs"), py::arg("max_runs"), py::arg("max_time"),
+        py::arg("warmup"), py::arg("target_ci"));
   m.def(
       "_summarize", [](const std::vector<double>& s) { return json_to_python(to_json(summarize(s)).dump()); },
       py::arg("samples"));

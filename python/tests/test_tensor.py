@@ -56,3 +56,40 @@ def test_unsupported_element_types_name_what_d5_takes():
         d5.tensor(np.zeros(3, dtype=np.complex64))
     with pytest.raises(d5.InvalidArgument, match="not an array"):
         d5.tensor("not an array")
+
+
+def test_torch_reads_a_d5_tensor_through_dlpack_without_a_copy():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    (y,) = d5.op("Relu", [a]).forward([a])  # d5's memory
+    t = torch.from_dlpack(y)
+    assert t.shape == (3, 4) and t.dtype == torch.float32 and t.device.type == "cpu"
+    t[2, 3] = -5
+    assert np.asarray(y)[2, 3] == -5  # one buffer
+    assert y.__dlpack_device__() == (1, 0)
+    del y
+    import gc
+    gc.collect()
+    assert t.sum().item() == sum(range(11)) - 5  # the capsule kept d5's memory alive
+
+
+def test_a_view_of_numpy_memory_exported_through_dlpack_keeps_the_array_alive():
+    t = torch.from_dlpack(d5.tensor(np.full(5, 3, dtype=np.int64)))  # the array's only owner is t
+    import gc
+    gc.collect()
+    assert t.tolist() == [3] * 5
+
+
+def test_d5_reads_a_torch_tensor_through_dlpack_without_a_copy():
+    src = torch.arange(6, dtype=torch.float64).reshape(2, 3)
+    t = d5.from_dlpack(src)
+    assert t.shape == (2, 3) and t.dtype == "f64"
+    np.asarray(t)[1, 2] = -1
+    assert src[1, 2].item() == -1
+    del src
+    import gc
+    gc.collect()
+    np.testing.assert_array_equal(np.asarray(t), [[0, 1, 2], [3, 4, -1]])
+    with pytest.raises(d5.InvalidArgument, match="not contiguous.*contiguous\\(\\)"):
+        d5.from_dlpack(torch.zeros(3, 4).t())
+    with pytest.raises(d5.InvalidArgument, match="no __dlpack__"):
+        d5.from_dlpack(3.5)
