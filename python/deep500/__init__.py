@@ -25,12 +25,14 @@ from ._core import (  # noqa: F401  (re-exported)
 )
 from . import models, ops, stats  # noqa: F401
 from .custom import CustomOperator, register_op  # noqa: F401
+from .training import Trainer, UpdateRule, dataset, optimizer, optimizers, sampler, test_training  # noqa: F401
 
 __all__ = [
     "Error", "FormatError", "InternalError", "InvalidArgument", "IoError", "NotBuilt", "Operator",
     "Tensor", "Unimplemented", "__version__", "info", "tensor", "op", "ops", "stats", "test_forward",
     "test_gradient", "load_results", "CustomOperator", "register_op", "Network", "Executor", "models",
     "load_onnx", "save_onnx", "from_torch", "executor", "test_executor", "measure", "from_dlpack",
+    "Trainer", "UpdateRule", "dataset", "optimizer", "optimizers", "sampler", "test_training",
 ]
 
 

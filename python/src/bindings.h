@@ -18,6 +18,7 @@ void bind_info(py::module_& m);
 void bind_custom_ops(py::module_& m);
 void bind_networks(py::module_& m);
 void bind_dlpack(py::module_& m);  // after bind_tensor
+void bind_training(py::module_& m);  // after bind_networks
 
 // A d5 Tensor for a Python object: a d5.Tensor as is, anything exporting a C-contiguous buffer
 // (a NumPy array, a CPU torch tensor's .numpy()) without a copy, its memory kept alive by a
@@ -34,6 +35,9 @@ void release_python_object(py::object& o);
 // A forward check (an operator's or an executor's) as the dict test_forward returns: state,
 // detail, per tensor its norms, extra.
 py::dict check_result(const ForwardCheckResult& r);
+
+// Named tensors as a dict of d5.Tensors sharing their memory.
+py::dict tensors_to_python(const std::map<std::string, Tensor>& m);
 
 // nlohmann::json <-> Python through the json module: results and manifests are JSON documents
 // in C++ already, and a dict is what a Python user expects of them.

@@ -15,4 +15,5 @@ PYBIND11_MODULE(_core, m) {
   d5::python::bind_custom_ops(m);
   d5::python::bind_networks(m);
   d5::python::bind_dlpack(m);
+  d5::python::bind_training(m);
 }

@@ -12,6 +12,7 @@
 #include "deep500/net/executor_validation.h"
 #include "deep500/net/graph_executor.h"
 #include "deep500/net/model_zoo.h"
+#include "py_network.h"
 #include "py_tensor.h"
 #ifdef D5_HAVE_ONNX
 #include "deep500/onnx/onnx_export.h"
@@ -19,16 +20,6 @@
 #endif
 
 namespace d5::python {
-
-namespace {
-
-struct PyNetwork {
-  std::shared_ptr<Network> net;
-};
-
-// Executor events a Python function can follow, by the name on() takes.
-const std::vector<std::string> kEvents = {"before_executor", "before_op",      "after_op",
-                                          "after_inference", "after_backprop", "after_executor"};
 
 py::dict tensors_to_python(const TensorMap& m) {
   py::dict d;
@@ -76,11 +67,12 @@ class PythonEvents final : public ExecutorEvent {
   }
 };
 
-struct PyExecutor {
-  std::shared_ptr<Network> net;
-  std::unique_ptr<GraphExecutor> ex;
-  std::shared_ptr<PythonEvents> events;
-};
+namespace {
+
+// Executor events a Python function can follow, by the name on() takes.
+const std::vector<std::string> kEvents = {"before_executor", "before_op",      "after_op",
+                                          "after_inference", "after_backprop", "after_executor"};
+
 
 // Feeds as views of the caller's arrays; after the call the network forgets them, so that no
 // stored value outlives the arrays.

@@ -1,0 +1,92 @@
+"""Level 2 from Python: datasets, samplers, optimizers, update rules written in Python, training."""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Sequence
+
+from . import _core
+
+
+def dataset(name: str, data_dir: str = "", split: str = "train", seed: int = 0, **options: Any) -> "_core.Dataset":
+    """A dataset of d5's formats ("mnist", "cifar10", "npy", "synthetic", "synthetic-learnable", ...).
+
+    Keyword options are the format's (as `d5 train --set KEY=VALUE`): shape="1x28x28",
+    classes=10, samples=1000, range="0:512", ...
+    """
+    return _core._dataset(name, str(data_dir), split, seed, {k: str(v) for k, v in options.items()})
+
+
+def sampler(name: str, dataset: "_core.Dataset", batch: int, seed: int = 0, drop_last: bool = True) -> "_core.Sampler":
+    """A sampler ("shuffle", "ordered", "bucket", "choice", "balanced") over `dataset`."""
+    return _core._sampler(name, dataset, batch, seed, drop_last)
+
+
+class UpdateRule:
+    """An update rule written in Python, driven by d5's trainer (the original work's UpdateRule).
+
+    Override ``update(param, grad, state)``: `param` and `grad` are NumPy views of the network's
+    own buffers (update `param` in place, e.g. ``param -= lr * grad``; nothing is copied), `state`
+    a dict kept per parameter across steps. ``self.lr`` is the learning rate of the current step.
+    """
+
+    def __init__(self, lr: float = 0.01):
+        self.lr = lr
+        self.base_lr = lr
+        self.states: Dict[str, dict] = {}
+
+    def update(self, param, grad, state: dict) -> None:
+        raise NotImplementedError(f"{type(self).__qualname__} defines no update")
+
+    def _apply(self, name: str, param, grad, lr: float) -> None:
+        self.lr = lr
+        self.update(param, grad, self.states.setdefault(name, {}))
+
+
+def optimizer(name_or_rule: Any, executor: "_core.Executor", **hyper: float) -> "_core.Optimizer":
+    """An optimizer for `executor`: a built-in one by name ("sgd", "momentum", "adam", "adamw",
+    "adagrad", "rmsprop", "accelegrad", "torch-adam", ...; keyword hyper-parameters as in
+    torch.optim: lr=, momentum=, ...) or an UpdateRule instance.
+    """
+    if isinstance(name_or_rule, UpdateRule):
+        if hyper:
+            raise _core.InvalidArgument(
+                f"hyper-parameters {sorted(hyper)} for a Python UpdateRule: give them to its constructor")
+        return _core._python_rule_optimizer(name_or_rule, executor, float(name_or_rule.base_lr))
+    return _core._optimizer(str(name_or_rule), executor, {k: float(v) for k, v in hyper.items()})
+
+
+def optimizers() -> "list[tuple[str, str]]":
+    """(name, description) of every built-in optimizer."""
+    return _core._optimizer_names()
+
+
+class Trainer:
+    """Trains the optimizer's executor on `dataset`, as `d5 train` does (d5's Trainer).
+
+    train() returns the result case `d5 train` writes (metrics step_time, throughput, loss,
+    training_accuracy, test_<measure>, time_to_target; curves in "extra"), as a dict.
+    """
+
+    def __init__(self, optimizer: "_core.Optimizer", dataset: "_core.Dataset", test_set: Optional["_core.Dataset"] = None,
+                 sampler: Optional["_core.Sampler"] = None, batch: Optional[int] = None, seed: int = 0):
+        if sampler is None:
+            if batch is None:
+                raise _core.InvalidArgument("Trainer: give a sampler, or the batch size of a shuffling one")
+            sampler = globals()["sampler"]("shuffle", dataset, batch, seed)
+        self.optimizer, self.dataset, self.test_set, self.sampler = optimizer, dataset, test_set, sampler
+        self._trained = False
+
+    def train(self, epochs: int = 1, max_steps: int = 0, target: Optional[str] = None,
+              quality: Sequence[str] = ("accuracy",), time_limit: float = 0.0) -> dict:
+        """Until `epochs`, `max_steps`, `time_limit` (s) or the quality `target` ("accuracy>=0.9")."""
+        if self._trained:
+            raise _core.InvalidArgument("Trainer.train() runs once; make another Trainer to train again")
+        self._trained = True
+        return _core._train(self.optimizer, self.dataset, self.test_set, self.sampler, epochs, max_steps, target,
+                            list(quality), time_limit)
+
+
+def test_training(optimizer: "_core.Optimizer", dataset: "_core.Dataset", test_set: Optional["_core.Dataset"] = None,
+                  batch: Optional[int] = None, sampler: Optional["_core.Sampler"] = None, seed: int = 0,
+                  **train_options: Any) -> dict:
+    """The original work's entry point: one Trainer, trained once; the result case as a dict."""
+    return Trainer(optimizer, dataset, test_set, sampler, batch, seed).train(**train_options)

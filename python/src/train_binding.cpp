@@ -1,0 +1,170 @@
+// Level 2 from Python: datasets, samplers, optimizers (built-in, and update rules written in
+// Python driven by the C++ trainer), the trainer and test_training. Training releases the GIL; a
+// Python update rule takes it for each parameter and gets NumPy views of the network's own
+// parameter and gradient buffers (no copy: it updates the parameter in place).
+#include <pybind11/stl.h>
+
+#include <fmt/format.h>
+
+#include "bindings.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/results.h"
+#include "deep500/train/dataset.h"
+#include "deep500/train/optimizer.h"
+#include "deep500/train/quality_target.h"
+#include "deep500/train/sampler.h"
+#include "deep500/train/samplers.h"
+#include "deep500/train/trainer.h"
+#include "py_network.h"
+#include "py_tensor.h"
+
+namespace d5::python {
+
+namespace {
+
+struct PyDataset {
+  std::shared_ptr<Dataset> set;
+};
+
+struct PySampler {
+  std::shared_ptr<Sampler> sampler;
+  std::shared_ptr<Dataset> set;  // the sampler reads it
+};
+
+struct PyOptimizer {
+  std::shared_ptr<Optimizer> opt;
+  PyExecutor executor;
+};
+
+// An update rule whose update(param, grad, name) is Python (d5.UpdateRule._apply), one parameter
+// at a time on the trainer's thread.
+class PythonRuleOptimizer final : public UpdateRuleOptimizer {
+ public:
+  PythonRuleOptimizer(py::object rule, Hyperparameters hyper)
+      : UpdateRuleOptimizer(hyper, {}), rule_(std::move(rule)) {
+    py::gil_scoped_acquire gil;
+    name_ = "python:" + std::string(py::str(rule_.get_type().attr("__qualname__")));
+  }
+  ~PythonRuleOptimizer() override { release_python_object(rule_); }
+  std::string name() const override { return name_; }
+  void update_rule(const Tensor& grad, Tensor& param, const std::string& name) override {
+    D5_CHECK_ARG(param.on_host() && grad.on_host(), "{}: parameter '{}' lives on {}; Python update rules run on "
+                 "host tensors", name_, name, param.device().to_string());
+    py::gil_scoped_acquire gil;
+    py::module_ np = py::module_::import("numpy");
+    rule_.attr("_apply")(name, np.attr("asarray")(PyTensor{param, py::none()}),
+                         np.attr("asarray")(PyTensor{grad, py::none()}), current_learning_rate());
+  }
+  // One parameter after another on this thread: the rule is Python, a parallel region would only
+  // queue its threads on the GIL.
+  void update_all(std::vector<ParameterUpdate>& updates) override {
+    for (auto& u : updates) update_rule(u.grad, u.param, u.name);
+  }
+
+ private:
+  py::object rule_;
+  std::string name_;
+};
+
+PyDataset open(const std::string& name, const std::string& data_dir, const std::string& split, uint64_t seed,
+               const std::map<std::string, std::string>& options) {
+  DatasetSpec spec;
+  spec.name = name;
+  spec.data_dir = data_dir;
+  spec.split = split;
+  spec.seed = seed;
+  spec.options = options;
+  return PyDataset{std::shared_ptr<Dataset>(open_dataset(spec))};
+}
+
+py::dict fetch(const PyDataset& d, const std::vector<int64_t>& indices) {
+  Batch b;
+  {
+    py::gil_scoped_release release;
+    b = d.set->fetch(indices);
+  }
+  return tensors_to_python(b);
+}
+
+PyOptimizer make(const std::string& name, const PyExecutor& executor, const Hyperparameters& hyper) {
+  return PyOptimizer{std::shared_ptr<Optimizer>(make_optimizer(name, hyper)), executor};
+}
+
+PyOptimizer make_python_rule(const py::object& rule, const PyExecutor& executor, double lr) {
+  return PyOptimizer{std::make_shared<PythonRuleOptimizer>(rule, Hyperparameters{{"lr", lr}}), executor};
+}
+
+py::dict step(PyOptimizer& o, const py::dict& feeds, const std::string& loss) {
+  TensorMap in;
+  for (const auto& [k, v] : feeds) {
+    const auto name = k.cast<std::string>();
+    in[name] = to_tensor(v, fmt::format("feed '{}'", name));
+  }
+  TensorMap out;
+  {
+    py::gil_scoped_release release;
+    out = o.opt->step(*o.executor.ex, in, loss);
+    for (const auto& [name, t] : in)
+      if (!o.executor.net->is_initializer(name)) o.executor.net->release_value(name);
+  }
+  return tensors_to_python(out);
+}
+
+py::dict train(PyOptimizer& o, const PyDataset& train_set, const std::optional<PyDataset>& test_set,
+               const PySampler& sampler, int64_t epochs, int64_t max_steps, const std::optional<std::string>& target,
+               const std::vector<std::string>& quality, double time_limit) {
+  TrainingOptions options;
+  options.epochs = epochs;
+  options.max_steps = max_steps;
+  options.quality = quality;
+  options.time_limit_s = time_limit;
+  if (target) options.target = parse_quality_target(*target);
+  CaseResult c;
+  {
+    py::gil_scoped_release release;
+    Trainer trainer(*o.executor.ex, *train_set.set, test_set ? test_set->set.get() : nullptr, *o.opt,
+                    *sampler.sampler, options);
+    const TrainingResult r = trainer.train();
+    c = training_case(o.executor.net->name(), o.executor.ex->backend(), options, r);
+  }
+  return py::cast<py::dict>(json_to_python(to_json(c).dump()));
+}
+
+}  // namespace
+
+void bind_training(py::module_& m) {
+  py::class_<PyDataset>(m, "Dataset", "A dataset of d5's formats (d5.dataset)")
+      .def("__len__", [](const PyDataset& d) { return d.set->size(); })
+      .def_property_readonly("name", [](const PyDataset& d) { return d.set->name(); })
+      .def_property_readonly("classes", [](const PyDataset& d) { return d.set->classes(); })
+      .def_property_readonly("sample_descs",
+                             [](const PyDataset& d) {
+                               std::map<std::string, std::string> out;
+                               for (const auto& [k, v] : d.set->sample_descs()) out[k] = v.to_string();
+                               return out;
+                             })
+      .def("fetch", &fetch, py::arg("indices"), "The samples at `indices` as a batch: name -> tensor");
+  py::class_<PySampler>(m, "Sampler", "Picks each batch's indices (d5.sampler)")
+      .def_property_readonly("batch_size", [](const PySampler& s) { return s.sampler->batch_size(); });
+  py::class_<PyOptimizer>(m, "Optimizer", "An optimizer bound to an executor (d5.optimizer)")
+      .def("step", &step, py::arg("feeds"), py::arg("loss") = "loss",
+           "One training step on feeds: forward, backward, update; the outputs")
+      .def_property_readonly("name", [](const PyOptimizer& o) { return o.opt->name(); })
+      .def_property_readonly("steps", [](const PyOptimizer& o) { return o.opt->steps(); })
+      .def_property_readonly("learning_rate", [](const PyOptimizer& o) { return o.opt->learning_rate(); });
+  m.def("_dataset", &open, py::arg("name"), py::arg("data_dir"), py::arg("split"), py::arg("seed"),
+        py::arg("options"));
+  m.def(
+      "_sampler",
+      [](const std::string& name, const PyDataset& d, int64_t batch, uint64_t seed, bool drop_last) {
+        return PySampler{std::shared_ptr<Sampler>(make_sampler(name, *d.set, batch, drop_last, seed)), d.set};
+      },
+      py::arg("name"), py::arg("dataset"), py::arg("batch"), py::arg("seed"), py::arg("drop_last"));
+  m.def("_optimizer", &make, py::arg("name"), py::arg("executor"), py::arg("hyper"));
+  m.def("_python_rule_optimizer", &make_python_rule, py::arg("rule"), py::arg("executor"), py::arg("lr"));
+  m.def("_train", &train, py::arg("optimizer"), py::arg("train_set"), py::arg("test_set"), py::arg("sampler"),
+        py::arg("epochs"), py::arg("max_steps"), py::arg("target"), py::arg("quality"), py::arg("time_limit"));
+  m.def("_optimizer_names", &optimizer_names);
+}
+
+}  // namespace d5::python
