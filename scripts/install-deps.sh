@@ -29,6 +29,8 @@ PACKAGES=(
   python3 python3-numpy python3-onnx python3-torch python3-torchvision
   # the Python package (python/, docs/python.md): built for Debian's interpreter, tested with pytest
   pybind11-dev python3-dev python3-pytest
+  # `pip install ./python --no-build-isolation` into a venv, offline (its test)
+  python3-venv python3-pip python3-setuptools python3-wheel
   # the test that renders `d5 report`'s page headless
   chromium
   # `make fuzz` (docs/fuzzing.md): clang, and libclang-rt-14-dev for libFuzzer and the sanitizer
