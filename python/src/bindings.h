@@ -24,6 +24,8 @@ void bind_training(py::module_& m);  // after bind_networks
 // (a NumPy array, a CPU torch tensor's .numpy()) without a copy, its memory kept alive by a
 // reference to the object. InvalidArgument naming `what` for other objects and layouts.
 Tensor to_tensor(const py::handle& obj, const std::string& what);
+// The same, named "<kind> <index>" in messages (index -1: kind alone), for calls per element.
+Tensor to_tensor(const py::handle& obj, const char* kind, int64_t index);
 
 // A Python value as an ONNX attribute (int, float, str, lists of one of them, an array).
 AttrValue attribute_value(const std::string& name, const py::handle& v);

@@ -3,6 +3,8 @@
 // descriptors it was created for. The GIL is released while an operator computes.
 #include <pybind11/stl.h>
 
+#include <chrono>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -23,16 +25,22 @@ namespace {
 // small; those are copied into the spec, which outlives the arrays they came from.
 constexpr int64_t kMaxKnownValueElements = 64;
 
+// Operators moving less than this run with the GIL held: releasing and taking it back costs about
+// as much as such a call (bench/python_overhead.py), and other Python threads gain nothing.
+constexpr double kGilReleaseBytes = 64 * 1024;
+
 struct PyOperator {
   std::shared_ptr<Operator> op;
   std::string backend;
 };
 
-std::vector<Tensor> tensors_of(const py::sequence& seq, const std::string& what) {
+std::vector<Tensor> tensors_of(const py::sequence& seq, const char* what) {
   std::vector<Tensor> out;
-  for (size_t i = 0; i < seq.size(); ++i) {
+  const size_t n = seq.size();
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
     const py::object item = seq[i];
-    out.push_back(item.is_none() ? Tensor() : to_tensor(item, fmt::format("{} {}", what, i)));
+    out.push_back(item.is_none() ? Tensor() : to_tensor(item, what, static_cast<int64_t>(i)));
   }
   return out;
 }
@@ -122,7 +130,9 @@ py::list forward(PyOperator& p, const py::sequence& inputs) {
   const std::vector<Tensor> in = tensors_of(inputs, "input");
   check_inputs(p, in);
   std::vector<Tensor> out;
-  {
+  if (p.op->bytes() < kGilReleaseBytes) {
+    out = p.op->run_forward(in);
+  } else {
     py::gil_scoped_release release;
     out = p.op->run_forward(in);
   }
@@ -269,6 +279,18 @@ void bind_ops(py::module_& m) {
       .def("__repr__", [](const PyOperator& p) {
         return fmt::format("d5.Operator({} on {}: {})", p.op->spec().label(), p.backend, p.op->implementation());
       });
+  // The same forward call from a C++ loop: bench/python_overhead.py's side-by-side baseline.
+  m.def(
+      "_time_forward_in_cpp",
+      [](PyOperator& p, const py::sequence& inputs, int64_t calls) {
+        const std::vector<Tensor> in = tensors_of(inputs, "input");
+        check_inputs(p, in);
+        py::gil_scoped_release release;
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int64_t i = 0; i < calls; ++i) p.op->run_forward(in);
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / static_cast<double>(calls);
+      },
+      py::arg("op"), py::arg("inputs"), py::arg("calls"));
   m.def("_op", &make_op, py::arg("type"), py::arg("inputs"), py::arg("attrs"), py::arg("backend"));
   m.def("_list_ops", &list_ops, py::arg("backend"));
   m.def("_test_forward", &run_test_forward, py::arg("op"), py::arg("inputs"), py::arg("reference"), py::arg("rtol"),

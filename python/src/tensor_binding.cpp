@@ -33,7 +33,7 @@ std::string buffer_format(DType t) {
 
 // A buffer's element type: the format's last character (after any byte-order prefix) and the
 // item size, since 'l' and 'q' are both 64-bit integers on Linux.
-DType dtype_of_buffer(const py::buffer_info& info, const std::string& what) {
+DType dtype_of_buffer(const py::buffer_info& info, const char* kind, int64_t index) {
   const std::string& f = info.format;
   const char c = f.empty() ? '?' : f.back();
   const bool native = f.size() == 1 || f.front() == '@' || f.front() == '=' || f.front() == '<';
@@ -51,7 +51,7 @@ DType dtype_of_buffer(const py::buffer_info& info, const std::string& what) {
   }
   throw InvalidArgument(fmt::format("{}: element format '{}' ({} bytes) has no d5 dtype (d5 takes float32, float64, "
                                     "float16, int8/16/32/64, uint8 and bool in native byte order)",
-                                    what, f, size));
+                                    index < 0 ? std::string(kind) : fmt::format("{} {}", kind, index), f, size));
 }
 
 py::buffer_info export_buffer(PyTensor& t) {
@@ -74,23 +74,28 @@ py::list int_list(const std::vector<int64_t>& v) {
 
 }  // namespace
 
-Tensor to_tensor(const py::handle& obj, const std::string& what) {
+Tensor to_tensor(const py::handle& obj, const char* kind, int64_t index) {
   if (py::isinstance<PyTensor>(obj)) return obj.cast<PyTensor&>().tensor;
+  // Named only when something is wrong: formatting it on every call would cost more than the rest.
+  const auto what = [&] { return index < 0 ? std::string(kind) : fmt::format("{} {}", kind, index); };
   D5_CHECK_ARG(PyObject_CheckBuffer(obj.ptr()) == 1,
-               "{}: a {} is not an array (pass a NumPy array, a d5.Tensor, or a torch tensor via d5.tensor())", what,
+               "{}: a {} is not an array (pass a NumPy array, a d5.Tensor, or a torch tensor via d5.tensor())", what(),
                std::string(py::str(obj.get_type().attr("__name__"))));
   const py::buffer_info info = py::reinterpret_borrow<py::buffer>(obj).request();
-  const DType dtype = dtype_of_buffer(info, what);
-  std::vector<int64_t> dims(info.shape.begin(), info.shape.end());
-  const Shape shape(dims);
-  const auto expected = shape.strides();
-  for (size_t i = 0; i < dims.size(); ++i)
-    D5_CHECK_ARG(dims[i] <= 1 || info.strides[i] == expected[i] * info.itemsize,
+  const DType dtype = dtype_of_buffer(info, kind, index);
+  Shape shape(std::vector<int64_t>(info.shape.begin(), info.shape.end()));
+  int64_t expected = info.itemsize;
+  for (size_t i = shape.rank(); i-- > 0;) {
+    D5_CHECK_ARG(shape[i] <= 1 || info.strides[i] == expected,
                  "{}: the array is not C-contiguous (strides {} bytes); d5 shares memory only in row-major order: "
                  "pass numpy.ascontiguousarray(a), which copies",
-                 what, fmt::join(info.strides, ", "));
-  return Tensor::view(TensorDesc{dtype, shape, Layout::any}, info.ptr);
+                 what(), fmt::join(info.strides, ", "));
+    expected *= shape[i];
+  }
+  return Tensor::view(TensorDesc{dtype, std::move(shape), Layout::any}, info.ptr);
 }
+
+Tensor to_tensor(const py::handle& obj, const std::string& what) { return to_tensor(obj, what.c_str(), -1); }
 
 void bind_tensor(py::module_& m) {
   py::class_<PyTensor>(m, "Tensor", py::buffer_protocol(), R"doc(
