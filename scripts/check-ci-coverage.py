@@ -31,6 +31,8 @@ REQUIRED_LIBRARIES = {
 # Tests whose absence from the run means an area was left out of the build.
 REQUIRED_TESTS = {
     "python_package": "the Python package deep500 (Debian pybind11-dev, python3-dev, python3-pytest)",
+    "python_package_full_build": "the Python package's ONNX and oneDNN tests",
+    "python_package_install": "the Python package's pip install (Debian python3-venv, python3-pip)",
 }
 
 

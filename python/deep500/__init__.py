@@ -25,6 +25,7 @@ from ._core import (  # noqa: F401  (re-exported)
 )
 from . import models, ops, stats  # noqa: F401
 from .custom import CustomOperator, register_op  # noqa: F401
+from .recipes import run_recipe  # noqa: F401
 from .training import Trainer, UpdateRule, dataset, optimizer, optimizers, sampler, test_training  # noqa: F401
 
 __all__ = [
@@ -32,7 +33,7 @@ __all__ = [
     "Tensor", "Unimplemented", "__version__", "info", "tensor", "op", "ops", "stats", "test_forward",
     "test_gradient", "load_results", "CustomOperator", "register_op", "Network", "Executor", "models",
     "load_onnx", "save_onnx", "from_torch", "executor", "test_executor", "measure", "from_dlpack",
-    "Trainer", "UpdateRule", "dataset", "optimizer", "optimizers", "sampler", "test_training",
+    "run_recipe", "Trainer", "UpdateRule", "dataset", "optimizer", "optimizers", "sampler", "test_training",
 ]
 
 

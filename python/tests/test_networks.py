@@ -29,6 +29,7 @@ def test_a_zoo_network_validates_on_every_executor(backend):
     assert set(ex.gradients()) == set(net.params)
 
 
+@pytest.mark.full_build
 def test_a_pytorch_module_runs_with_its_own_weights():
     torch.manual_seed(3)
     module = torch.nn.Sequential(torch.nn.Conv2d(2, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
@@ -43,6 +44,7 @@ def test_a_pytorch_module_runs_with_its_own_weights():
         np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-4, atol=1e-5, err_msg=backend)
 
 
+@pytest.mark.full_build
 def test_onnx_round_trip_keeps_outputs(tmp_path):
     net = d5.models.create("mlp", batch=2)
     x = rng.random((2, 1, 28, 28), dtype=np.float32)

@@ -60,3 +60,27 @@ def test_load_results_reads_what_d5_wrote_and_refuses_what_it_did_not(tmp_path, 
         d5.load_results(bad)
     with pytest.raises(d5.IoError):
         d5.load_results(tmp_path / "missing.json")
+
+
+RECIPE = """recipe: py-tiny
+division: open
+entries:
+  - name: gemm
+    command: ops bench
+    fixed: {mode: check}
+    mutable: {limit: 1, min-time: 0.01, max-time: 0.1}
+    grid: {suite: [deepbench-gemm-training]}
+"""
+
+
+def test_run_recipe_runs_d5_run_and_returns_its_result(tmp_path, d5_binary):
+    recipe = tmp_path / "tiny.yaml"
+    recipe.write_text(RECIPE)
+    r = d5.run_recipe(recipe, results_dir=tmp_path / "out", max_time=0.2)
+    assert r["passed"] is True
+    (run,) = r["cases"]
+    assert run["extra"]["entry"] == "gemm" and "--max-time" in run["extra"]["args"]
+    assert run["extra"]["args"][run["extra"]["args"].index("--max-time") + 1] == "0.2"  # the override
+    assert (tmp_path / "out").is_dir() and any((tmp_path / "out").iterdir())
+    with pytest.raises(d5.Error, match="d5 run .* failed"):
+        d5.run_recipe(tmp_path / "missing.yaml")
