@@ -164,6 +164,7 @@ PyNetwork load_onnx(const std::string& path) {
 #ifdef D5_HAVE_ONNX
   return PyNetwork{std::make_shared<Network>(import_onnx_file(path))};
 #else
+  (void)path;
   throw NotBuilt("this deep500 was built without ONNX (Debian libonnx-dev); d5.load_onnx needs it");
 #endif
 }
