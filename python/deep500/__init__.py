@@ -26,14 +26,23 @@ from ._core import (  # noqa: F401  (re-exported)
 from . import models, ops, stats  # noqa: F401
 from .custom import CustomOperator, register_op  # noqa: F401
 from .recipes import run_recipe  # noqa: F401
-from .training import Trainer, UpdateRule, dataset, optimizer, optimizers, sampler, test_training  # noqa: F401
+from .training import (  # noqa: F401
+    Trainer,
+    UpdateRule,
+    dataset,
+    optimizer,
+    optimizers,
+    sampler,
+    test_optimizer,
+    test_training,
+)
 
 __all__ = [
     "Error", "FormatError", "InternalError", "InvalidArgument", "IoError", "NotBuilt", "Operator",
     "Tensor", "Unimplemented", "__version__", "info", "tensor", "op", "ops", "stats", "test_forward",
     "test_gradient", "load_results", "CustomOperator", "register_op", "Network", "Executor", "models",
     "load_onnx", "save_onnx", "from_torch", "executor", "test_executor", "measure", "from_dlpack",
-    "run_recipe", "Trainer", "UpdateRule", "dataset", "optimizer", "optimizers", "sampler", "test_training",
+    "run_recipe", "Trainer", "UpdateRule", "dataset", "optimizer", "optimizers", "sampler", "test_optimizer", "test_training",
 ]
 
 

@@ -74,6 +74,16 @@ class Trainer:
             sampler = globals()["sampler"]("shuffle", dataset, batch, seed)
         self.optimizer, self.dataset, self.test_set, self.sampler = optimizer, dataset, test_set, sampler
         self._trained = False
+        self._events: list = []
+
+    def on(self, event: str, fn) -> "Trainer":
+        """Calls fn(progress) on a training event: before_training, after_training, before_epoch,
+        after_epoch, before_test; fn(progress, batch) on before_batch, fn(progress, outputs) on
+        after_batch, fn(progress, value) on after_test. `progress` holds epoch, step, samples,
+        training_time_s, wall_time_s, last_loss, last_test_quality. Returning False stops the run
+        (StopReason "event"). Returns the trainer, for chaining."""
+        self._events.append((event, fn))
+        return self
 
     def train(self, epochs: int = 1, max_steps: int = 0, target: Optional[str] = None,
               quality: Sequence[str] = ("accuracy",), time_limit: float = 0.0) -> dict:
@@ -82,7 +92,35 @@ class Trainer:
             raise _core.InvalidArgument("Trainer.train() runs once; make another Trainer to train again")
         self._trained = True
         return _core._train(self.optimizer, self.dataset, self.test_set, self.sampler, epochs, max_steps, target,
-                            list(quality), time_limit)
+                            list(quality), time_limit, self._events)
+
+
+def test_optimizer(optimizer: Any, twin: str, model: str = "lenet5", batch: int = 16, steps: int = 1,
+                   backend: str = "reference", seed: int = 0, **hyper: float) -> dict:
+    """Trains two copies of a zoo model from the same parameters on the same batch for `steps`
+    steps, one with `optimizer` (a name or an UpdateRule), one with `twin` (a name: "sgd",
+    "torch-adam", ...), and compares every parameter: max_i |a_i - b_i| / max_i |b_i|.
+
+    Keyword hyper-parameters go to both (to an UpdateRule as attributes of its copy; lr as its
+    rate). {"optimizer", "twin", "backend", "steps", "relative_difference" (per parameter),
+    "max_relative_difference", "worst_parameter"}.
+    """
+    import numpy as np
+
+    def dims(desc: str) -> "list[int]":  # "f32[16, 1, 28, 28]" -> [16, 1, 28, 28]
+        inside = desc[desc.index("[") + 1:desc.index("]")]
+        return [int(x) for x in inside.split(",") if x.strip()]
+
+    net = _core._create_model(model, batch, 0, [], True, False, seed)
+    classes = dims(net.outputs["logits"])[-1]
+    rng = np.random.default_rng(seed)
+    feeds = {name: (rng.integers(0, classes, size=dims(desc), dtype=np.int64) if desc.startswith("i64")
+                    else rng.standard_normal(dims(desc)).astype(np.float32))
+             for name, desc in net.inputs.items()}
+    if isinstance(optimizer, UpdateRule) or isinstance(optimizer, str):
+        return _core._test_optimizer(optimizer, twin, model, batch, feeds, {k: float(v) for k, v in hyper.items()},
+                                     steps, backend, seed)
+    raise _core.InvalidArgument(f"test_optimizer: {optimizer!r} is neither an optimizer's name nor a d5.UpdateRule")
 
 
 def test_training(optimizer: "_core.Optimizer", dataset: "_core.Dataset", test_set: Optional["_core.Dataset"] = None,

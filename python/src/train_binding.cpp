@@ -4,13 +4,19 @@
 // parameter and gradient buffers (no copy: it updates the parameter in place).
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <functional>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "bindings.h"
 #include "deep500/core/error.h"
 #include "deep500/metrics/results.h"
 #include "deep500/train/dataset.h"
+#include "deep500/net/model_zoo.h"
 #include "deep500/train/optimizer.h"
+#include "deep500/train/optimizer_validation.h"
 #include "deep500/train/quality_target.h"
 #include "deep500/train/sampler.h"
 #include "deep500/train/samplers.h"
@@ -66,6 +72,114 @@ class PythonRuleOptimizer final : public UpdateRuleOptimizer {
   std::string name_;
 };
 
+// Python functions following a training run; a bool-returning hook stops it on False.
+class PythonTrainingEvents final : public TrainingEvent {
+ public:
+  explicit PythonTrainingEvents(const std::vector<std::pair<std::string, py::function>>& callbacks) {
+    for (const auto& [event, fn] : callbacks) {
+      D5_CHECK_ARG(std::find(kTrainingEvents.begin(), kTrainingEvents.end(), event) != kTrainingEvents.end(),
+                   "no training event '{}' (events: {})", event, fmt::join(kTrainingEvents, ", "));
+      callbacks_[event].push_back(fn);
+    }
+  }
+  ~PythonTrainingEvents() override {
+    for (auto& [event, fns] : callbacks_)
+      for (auto& fn : fns) release_python_object(fn);
+  }
+  bool before_training(const TrainingProgress& p) override { return call("before_training", p); }
+  void after_training(const TrainingProgress& p) override { call("after_training", p); }
+  bool before_epoch(const TrainingProgress& p) override { return call("before_epoch", p); }
+  bool after_epoch(const TrainingProgress& p) override { return call("after_epoch", p); }
+  bool before_batch(const TrainingProgress& p, const Batch& batch) override {
+    return call("before_batch", p, [&] { return py::object(tensors_to_python(batch)); });
+  }
+  bool after_batch(const TrainingProgress& p, const TensorMap& outputs) override {
+    return call("after_batch", p, [&] { return py::object(tensors_to_python(outputs)); });
+  }
+  bool before_test(const TrainingProgress& p) override { return call("before_test", p); }
+  bool after_test(const TrainingProgress& p, double value) override {
+    return call("after_test", p, [&] { return py::object(py::float_(value)); });
+  }
+
+  static inline const std::vector<std::string> kTrainingEvents = {
+      "before_training", "after_training", "before_epoch", "after_epoch",
+      "before_batch",    "after_batch",    "before_test",  "after_test"};
+
+ private:
+  static py::dict progress(const TrainingProgress& p) {
+    py::dict d;
+    d["epoch"] = p.epoch;
+    d["step"] = p.step;
+    d["samples"] = p.samples;
+    d["training_time_s"] = p.training_time_s;
+    d["wall_time_s"] = p.wall_time_s;
+    d["last_loss"] = p.last_loss;
+    d["last_test_quality"] = p.last_test_quality;
+    return d;
+  }
+  bool call(const char* event, const TrainingProgress& p, const std::function<py::object()>& extra = {}) {
+    const auto it = callbacks_.find(event);
+    if (it == callbacks_.end()) return true;
+    py::gil_scoped_acquire gil;
+    const py::dict d = progress(p);
+    bool go_on = true;
+    for (const auto& fn : it->second) {
+      const py::object r = extra ? fn(d, extra()) : fn(d);
+      if (!r.is_none() && !r.cast<bool>()) go_on = false;
+    }
+    return go_on;
+  }
+  std::map<std::string, std::vector<py::function>> callbacks_;
+};
+
+// A Python rule under an optimizer name for test_optimizer: each optimizer it makes runs on a
+// deep copy of the rule, its hyper-parameters set as the copy's attributes (lr as the rate).
+std::string register_rule(const py::object& rule) {
+  const std::string name = "python:" + std::string(py::str(rule.get_type().attr("__qualname__")));
+  auto* keep = new py::object(rule);  // kept for the registry's lifetime, past the interpreter's (as custom ops)
+  register_optimizer(name, "an update rule written in Python", [keep](const Hyperparameters& hyper) {
+    py::gil_scoped_acquire gil;
+    py::object copy = py::module_::import("copy").attr("deepcopy")(*keep);
+    for (const auto& [k, v] : hyper) py::setattr(copy, k == "lr" ? "base_lr" : k.c_str(), py::float_(v));
+    const double lr = copy.attr("base_lr").cast<double>();
+    return std::unique_ptr<Optimizer>(std::make_unique<PythonRuleOptimizer>(copy, Hyperparameters{{"lr", lr}}));
+  });
+  return name;
+}
+
+py::dict compare_optimizers(const py::object& optimizer, const std::string& twin, const std::string& model,
+                            int64_t batch, const py::dict& feeds, const Hyperparameters& hyper, int64_t steps,
+                            const std::string& backend, uint64_t seed) {
+  const std::string name = py::isinstance<py::str>(optimizer) ? optimizer.cast<std::string>() : register_rule(optimizer);
+  TensorMap in;
+  for (const auto& [k, v] : feeds) {
+    const auto key = k.cast<std::string>();
+    in[key] = to_tensor(v, "feed", -1).clone();
+  }
+  OptimizerTestOptions o;
+  o.hyper = hyper;
+  o.steps = steps;
+  o.backend = backend;
+  OptimizerComparison c;
+  {
+    py::gil_scoped_release release;
+    ModelOptions mo;
+    mo.batch = batch;
+    mo.with_loss = true;
+    mo.seed = seed;
+    c = test_optimizer(name, twin, [&] { return build_model(model, mo); }, in, o);
+  }
+  py::dict d;
+  d["optimizer"] = c.optimizer;
+  d["twin"] = c.twin;
+  d["backend"] = c.backend;
+  d["steps"] = c.steps;
+  d["relative_difference"] = c.relative_difference;
+  d["max_relative_difference"] = c.max_relative_difference;
+  d["worst_parameter"] = c.worst_parameter;
+  return d;
+}
+
 PyDataset open(const std::string& name, const std::string& data_dir, const std::string& split, uint64_t seed,
                const std::map<std::string, std::string>& options) {
   DatasetSpec spec;
@@ -112,7 +226,9 @@ py::dict step(PyOptimizer& o, const py::dict& feeds, const std::string& loss) {
 
 py::dict train(PyOptimizer& o, const PyDataset& train_set, const std::optional<PyDataset>& test_set,
                const PySampler& sampler, int64_t epochs, int64_t max_steps, const std::optional<std::string>& target,
-               const std::vector<std::string>& quality, double time_limit) {
+               const std::vector<std::string>& quality, double time_limit,
+               const std::vector<std::pair<std::string, py::function>>& events) {
+  auto python_events = std::make_shared<PythonTrainingEvents>(events);
   TrainingOptions options;
   options.epochs = epochs;
   options.max_steps = max_steps;
@@ -124,6 +240,7 @@ py::dict train(PyOptimizer& o, const PyDataset& train_set, const std::optional<P
     py::gil_scoped_release release;
     Trainer trainer(*o.executor.ex, *train_set.set, test_set ? test_set->set.get() : nullptr, *o.opt,
                     *sampler.sampler, options);
+    if (!events.empty()) trainer.add_event(python_events);
     const TrainingResult r = trainer.train();
     c = training_case(o.executor.net->name(), o.executor.ex->backend(), options, r);
   }
@@ -163,7 +280,10 @@ void bind_training(py::module_& m) {
   m.def("_optimizer", &make, py::arg("name"), py::arg("executor"), py::arg("hyper"));
   m.def("_python_rule_optimizer", &make_python_rule, py::arg("rule"), py::arg("executor"), py::arg("lr"));
   m.def("_train", &train, py::arg("optimizer"), py::arg("train_set"), py::arg("test_set"), py::arg("sampler"),
-        py::arg("epochs"), py::arg("max_steps"), py::arg("target"), py::arg("quality"), py::arg("time_limit"));
+        py::arg("epochs"), py::arg("max_steps"), py::arg("target"), py::arg("quality"), py::arg("time_limit"),
+        py::arg("events"));
+  m.def("_test_optimizer", &compare_optimizers, py::arg("optimizer"), py::arg("twin"), py::arg("model"),
+        py::arg("batch"), py::arg("feeds"), py::arg("hyper"), py::arg("steps"), py::arg("backend"), py::arg("seed"));
   m.def("_optimizer_names", &optimizer_names);
 }
 

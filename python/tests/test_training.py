@@ -90,3 +90,36 @@ def test_mistakes_are_named():
         d5.dataset("synthetic", no_such_option=1)
     with pytest.raises(d5.InvalidArgument, match="a sampler, or the batch size"):
         d5.Trainer(d5.optimizer("sgd", ex), d5.dataset("synthetic", samples=8))
+
+
+def test_training_events_see_every_step_and_can_stop_the_run():
+    train = d5.dataset("synthetic-learnable", samples=512, seed=1)
+    net = d5.models.create("lenet5", batch=32, with_loss=True)
+    trainer = d5.Trainer(d5.optimizer("sgd", d5.executor(net), lr=0.05), train, batch=32)
+    seen = []
+    trainer.on("before_training", lambda p: seen.append(("start", p["step"])))
+    trainer.on("after_batch", lambda p, outputs: seen.append((p["step"], float(np.asarray(outputs["loss"])))))
+    trainer.on("after_batch", lambda p, outputs: p["step"] < 5)  # False after the fifth step stops the run
+    r = trainer.train(epochs=1)
+    assert seen[0] == ("start", 0)
+    assert [s for s, _ in seen[1:]] == [1, 2, 3, 4, 5]
+    assert r["extra"]["stop_reason"] == "event" and r["extra"]["steps"] == 5
+    assert seen[-1][1] == pytest.approx(r["extra"]["final_loss"])
+    with pytest.raises(d5.InvalidArgument, match="no training event 'after_lunch'"):
+        d5.Trainer(d5.optimizer("sgd", d5.executor(net)), train, batch=32).on("after_lunch", print).train()
+
+
+def test_test_optimizer_compares_a_rule_with_its_twin():
+    same = d5.test_optimizer("sgd", "sgd", steps=3, lr=0.01)
+    assert same["max_relative_difference"] == 0 and same["steps"] == 3
+    mine = d5.test_optimizer(PySGD(), "sgd", steps=5, lr=0.01)
+    assert mine["optimizer"] == "python:PySGD" and mine["max_relative_difference"] < 1e-5
+    assert set(mine["relative_difference"]) == set(d5.models.create("lenet5", with_loss=True).params)
+
+    class Off(d5.UpdateRule):  # 0.1 % off SGD
+        def update(self, param, grad, state):
+            param -= 1.001 * self.lr * grad
+
+    assert d5.test_optimizer(Off(), "sgd", steps=5, lr=0.01)["max_relative_difference"] > 1e-5
+    momentum = d5.test_optimizer(PyMomentum(lr=0.01, momentum=0.9), "momentum", steps=5, lr=0.01, momentum=0.9)
+    assert momentum["max_relative_difference"] < 1e-5
