@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Fails when a file includes a header of a layer above its own (docs/contributing.md#layers).
 
-Layers, lowest first: core, metrics, op (with spi, the backend SPI), net, onnx, train, dist,
+Layers, lowest first: core, metrics, op (with spi, the backend SPI), net, onnx, train, dist and rl,
 experiment, report and history; backends and the CLI sit on top and may include any of them. A file's layer is
 its folder: include/deep500/<layer>/, or src/core, src/metrics, src/lv0 (op), src/lv1 (net),
-src/onnx, src/lv2 (train), src/lv3 (dist), src/experiment, src/report, src/history, src/backends,
+src/onnx, src/lv2 (train), src/lv3 (dist), src/rl, src/experiment, src/report, src/history, src/backends,
 src/cli.
 Public headers include no private (src/) header, and a backend includes no other backend's
 headers nor a lower layer's private ones: what backends use lives in the public headers and
@@ -16,10 +16,10 @@ import os
 import re
 import sys
 
-RANK = {'core': 0, 'metrics': 1, 'op': 2, 'spi': 2, 'net': 3, 'onnx': 4, 'train': 5, 'dist': 6,
+RANK = {'core': 0, 'metrics': 1, 'op': 2, 'spi': 2, 'net': 3, 'onnx': 4, 'train': 5, 'dist': 6, 'rl': 6,
         'experiment': 7, 'report': 8, 'history': 8, 'backends': 9, 'cli': 10}
 SRC_LAYER = {'core': 'core', 'metrics': 'metrics', 'lv0': 'op', 'lv1': 'net', 'onnx': 'onnx', 'lv2': 'train',
-             'lv3': 'dist', 'experiment': 'experiment', 'report': 'report', 'history': 'history', 'backends': 'backends', 'cli': 'cli'}
+             'lv3': 'dist', 'rl': 'rl', 'experiment': 'experiment', 'report': 'report', 'history': 'history', 'backends': 'backends', 'cli': 'cli'}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 

@@ -4,7 +4,13 @@
 #include <optional>
 #include <sstream>
 
+#include <algorithm>
+
+#include <fmt/ranges.h>
+
+#include "deep500/core/build_info.h"
 #include "deep500/metrics/atomic_file.h"
+#include "deep500/net/graph_executor.h"
 #include "deep500/core/error.h"
 #include "deep500/core/parse_number.h"
 #include "deep500/metrics/reporter.h"
@@ -47,6 +53,16 @@ void emit(const Results& results, const OutputOptions& opts) {
 
 void emit_text(const std::string& console_text, const nlohmann::json& json, const OutputOptions& opts) {
   write_out(opts.format == "json" ? json.dump(2) + "\n" : console_text, opts);
+}
+
+bool skip_unbuilt_executor(const std::string& backend, CaseResult& c) {
+  const auto known = executor_backends();
+  if (std::find(known.begin(), known.end(), backend) != known.end()) return false;
+  if (!is_not_built_backend(backend))
+    throw InvalidArgument(fmt::format("no backend '{}' (executors: {})", backend, fmt::join(known, ", ")));
+  c.state = CaseState::Skipped;
+  c.detail = fmt::format("this d5 was built without the {} backend (docs/building.md)", backend);
+  return true;
 }
 
 ExperimentSettings settings_from(const GlobalOptions& g) {

@@ -46,6 +46,10 @@ std::pair<std::string, std::string> split_key_value(const std::string& item, con
 // --hyper KEY=VALUE items, each VALUE a number (optimizer hyperparameters).
 std::map<std::string, double> parse_hyperparameters(const std::vector<std::string>& items);
 
+// For a case run on one graph executor: true after marking `c` SKIPPED, saying why, when `backend`
+// names an executor this build left out; InvalidArgument listing the executors when it names none.
+bool skip_unbuilt_executor(const std::string& backend, CaseResult& c);
+
 // A subcommand: its CLI11 node and what to run once parsing (and global set-up) is done.
 struct Command {
   CLI::App* app;
@@ -69,6 +73,7 @@ Command register_rerun(CLI::App& app, const GlobalOptions& g);
 Command register_scaling(CLI::App& app, const GlobalOptions& g);
 Command register_db(CLI::App& app, const GlobalOptions& g);
 Command register_serve_bench(CLI::App& app, const GlobalOptions& g);
+Command register_rl(CLI::App& app, const GlobalOptions& g);
 // Every top-level command, in the order `d5 --help` lists them (commands.cpp: one line each).
 using CommandFactory = Command (*)(CLI::App& app, const GlobalOptions& g);
 const Registry<CommandFactory>& command_registry();

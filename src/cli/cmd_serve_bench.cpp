@@ -29,15 +29,6 @@ struct ServeOpts {
   OutputOptions out;
 };
 
-MetricRecord record(const std::string& name, const std::string& unit, std::vector<double> samples) {
-  MetricRecord m;
-  m.name = name;
-  m.unit = unit;
-  m.samples = std::move(samples);
-  m.summary = summarize(m.samples);
-  return m;
-}
-
 CaseResult scenario_case(Network& net, const std::string& backend, InferenceScenario scenario, const ServeOpts& o,
                          uint64_t seed) {
   CaseResult c;
@@ -50,14 +41,7 @@ CaseResult scenario_case(Network& net, const std::string& backend, InferenceScen
   // The CUDA backend's operators live on cuda:0 (cuda_common.h); every other executor on the host.
   so.energy_device = backend == "cuda" ? Device::cuda(0) : Device::cpu();
   c.params = {{"network", net.name()}, {"scenario", to_string(scenario)}, {"min_duration_s", so.min_duration_s}};
-  const auto known = executor_backends();
-  if (std::find(known.begin(), known.end(), backend) == known.end()) {
-    if (!is_not_built_backend(backend))
-      throw InvalidArgument(fmt::format("no backend '{}' (executors: {})", backend, fmt::join(known, ", ")));
-    c.state = CaseState::Skipped;
-    c.detail = fmt::format("this d5 was built without the {} backend (docs/building.md)", backend);
-    return c;
-  }
+  if (skip_unbuilt_executor(backend, c)) return c;
   std::unique_ptr<GraphExecutor> ex;
   try {
     ex = make_executor(net, backend);
@@ -85,7 +69,7 @@ CaseResult scenario_case(Network& net, const std::string& backend, InferenceScen
       search["best_qps_median"] = rep.summary.median;
       search["best_qps_ci"] = ci.available ? nlohmann::json{ci.lower, ci.upper} : nlohmann::json(nullptr);
       search["reported_search"] = rep.median_search;
-      c.metrics.push_back(record("best_qps", "queries/s", rep.best_qps));
+      c.metrics.push_back(metric_record("best_qps", "queries/s", rep.best_qps));
     }
     if (q.best_run < 0) {
       r = q.runs.back();
@@ -100,15 +84,15 @@ CaseResult scenario_case(Network& net, const std::string& backend, InferenceScen
   }
   c.params["batch"] = r.batch;
   if (scenario != InferenceScenario::offline) {
-    c.metrics.push_back(record("latency", "s", r.latencies_s));
-    c.metrics.push_back(record("throughput", "samples/s", {r.throughput}));
+    c.metrics.push_back(metric_record("latency", "s", r.latencies_s));
+    c.metrics.push_back(metric_record("throughput", "samples/s", {r.throughput}));
   } else {  // offline's score is its throughput; the completions' spacing shows how steady it was
-    c.metrics.push_back(record("throughput", "samples/s", {r.throughput}));
-    c.metrics.push_back(record("completion_interval", "s", r.intervals_s));
+    c.metrics.push_back(metric_record("throughput", "samples/s", {r.throughput}));
+    c.metrics.push_back(metric_record("completion_interval", "s", r.intervals_s));
   }
-  if (r.energy_available) c.metrics.push_back(record("energy_per_sample", "J", {r.joules_per_sample}));
+  if (r.energy_available) c.metrics.push_back(metric_record("energy_per_sample", "J", {r.joules_per_sample}));
   if (r.device_energy_available)
-    c.metrics.push_back(record("device_energy_per_sample", "J", {r.device_joules_per_sample}));
+    c.metrics.push_back(metric_record("device_energy_per_sample", "J", {r.device_joules_per_sample}));
   c.outcome = RunOutcome{r.valid ? Validity::Valid : Validity::Invalid, r.reason, so.warmup_queries,
                          static_cast<int>(std::min<int64_t>(r.queries, INT32_MAX)), r.duration_s, 0};
   c.extra = {{"scenario", to_string(scenario)}, {"queries", r.queries},         {"samples", r.samples},
@@ -132,7 +116,7 @@ CaseResult scenario_case(Network& net, const std::string& backend, InferenceScen
     if (!search.is_null()) c.extra["search"] = search;
     if (so.dynamic_batching) {
       std::vector<double> sizes(r.batches.begin(), r.batches.end());
-      c.metrics.push_back(record("queries_per_call", "queries", sizes));
+      c.metrics.push_back(metric_record("queries_per_call", "queries", sizes));
       const double mean = sizes.empty() ? 0 : std::accumulate(sizes.begin(), sizes.end(), 0.0) / static_cast<double>(sizes.size());
       c.params["dynamic_batch"] = o.dynamic_batch;
       c.params["batch_timeout_s"] = so.batch_timeout_s;

@@ -6,14 +6,16 @@
 
 namespace d5 {
 
-MetricRecord Metric::result() const {
+MetricRecord metric_record(std::string name, std::string unit, std::vector<double> samples) {
   MetricRecord r;
-  r.name = name();
-  r.unit = unit();
-  r.samples = samples_;
-  if (!samples_.empty()) r.summary = summarize(samples_);
+  r.name = std::move(name);
+  r.unit = std::move(unit);
+  r.samples = std::move(samples);
+  if (!r.samples.empty()) r.summary = summarize(r.samples);
   return r;
 }
+
+MetricRecord Metric::result() const { return metric_record(name(), unit(), samples_); }
 
 MetricSet& MetricSet::add(std::unique_ptr<Metric> m) {
   D5_CHECK_ARG(m != nullptr, "MetricSet::add: null metric");

@@ -42,6 +42,7 @@ void add_throughput(const ReportInputs& in, Page& page);          // GFLOP/s aga
 void add_breakdown(const ReportInputs& in, Page& page);           // per-op-type bars
 void add_convergence(const ReportInputs& in, Page& page);         // accuracy, loss
 void add_divergence(const ReportInputs& in, Page& page);          // optimizer trajectories
+void add_reinforcement_learning(const ReportInputs& in, Page& page);  // d5 rl: curves, steps to target
 void add_heatmaps(const ReportInputs& in, Page& page);            // forward differences
 void add_scaling(const ReportInputs& in, Page& page);             // Level 3: ranks, volume
 void add_trends(const ReportInputs& in, Page& page);               // a result history over time

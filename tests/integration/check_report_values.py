@@ -15,6 +15,8 @@ in the inputs, independently of d5's report code. Per kind of plot:
   divergence    each optimizer's loss per step (loss_a, loss_b of the divergence report)
   heatmaps      every cell of a forward-difference grid equals a grid in the result files
   scaling       time per rank count: the case's median and CI
+  rl            every point of a d5 rl run's learning curve (extra.runs[seed].curve: environment
+                steps, seconds, mean return)
   history       a result history's point (d5 report --db): the median and CI of the case's metric in
                 the result file of that machine and start time (the files imported into the database)
 
@@ -323,12 +325,23 @@ def check_history(inputs, row):
     count("history")
 
 
+def check_rl_curve(inputs, row):
+    case = inputs.find(row["case"], row["series"])
+    runs = [r for r in (case or {}).get("extra", {}).get("runs", []) if r.get("seed") == row["seed"]]
+    if len(runs) == 1 and any(p[0] == row["env_steps"] and close(p[1], row["seconds"]) and close(p[2], row["mean_return"])
+                              for p in runs[0]["curve"]):
+        count("rl")
+    else:
+        fail("rl", f"{row} not in the file")
+
+
 def count_derived(_inputs, _row):
     count("scaling (derived; tests/unit/report)")
 
 
 # Which check a row of a plot gets, by the fields it has; the first that matches.
 ROW_CHECKS = [
+    (lambda r: "mean_return" in r, check_rl_curve),
     (lambda r: "gflop" in r, check_throughput),
     (lambda r: "median" in r and "case" in r, check_overview),
     (lambda r: "part" in r, check_breakdown),

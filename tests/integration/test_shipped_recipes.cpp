@@ -49,10 +49,11 @@ const std::vector<SmallRun>& small_runs() {
       {"mnist-lenet-tta", {"epochs=1", "data-dir=" + kMnist}, false, {"torch"}},
       {"optimizers-compare", {"epochs=1", "data-dir=" + kMnist}, false, {"torch"}},
       {"cifar10-resnet20", {"epochs=1", "batch=32"}, false, {"torch"}, true},
+      {"rl", {"seeds=1", "max-env-steps=2000"}, false, {}},
       {"quickstart",
        {"deepbench.limit=1", "deepbench.min-time=0.01", "deepbench.max-time=0.05", "zoo-inference.min-runs=2",
         "zoo-inference.max-time=0.2", "zoo-train-step.min-runs=2", "zoo-train-step.max-time=0.2",
-        "mnist-lenet5.epochs=1", "dsgd-scaling.steps=4", "data-dir=" + kMnist},
+        "mnist-lenet5.epochs=1", "dsgd-scaling.steps=4", "rl-cartpole.max-env-steps=2000", "data-dir=" + kMnist},
        false,
        {"torch", "mpi"}},
   };

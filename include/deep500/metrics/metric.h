@@ -23,6 +23,9 @@ struct MetricRecord {
   nlohmann::json info = nlohmann::json::object();  // metric-specific facts (clock used, ...)
 };
 
+// A record of raw samples with their summary (none without samples).
+MetricRecord metric_record(std::string name, std::string unit, std::vector<double> samples);
+
 class Metric {
  public:
   virtual ~Metric() = default;

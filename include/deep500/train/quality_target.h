@@ -24,6 +24,10 @@ struct QualityTarget {
 // ("accuracy>=1.5").
 QualityTarget parse_quality_target(std::string_view text);
 
+// Only the syntax of parse_quality_target: any measure name, no range or direction check (for
+// measures that are not QualityMeasures, such as reinforcement learning's episode return).
+QualityTarget parse_target_syntax(std::string_view text);
+
 // The target accuracy >= fraction, the form of --target-accuracy.
 QualityTarget accuracy_target(double fraction);
 

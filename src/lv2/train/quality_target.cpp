@@ -60,7 +60,7 @@ bool QualityTarget::met_by(double value) const {
 
 std::string QualityTarget::to_string() const { return fmt::format("{}{}{}", measure, symbol(comparison), threshold); }
 
-QualityTarget parse_quality_target(std::string_view text) {
+QualityTarget parse_target_syntax(std::string_view text) {
   const size_t at = text.find_first_of("<>");
   D5_CHECK_ARG(at != std::string_view::npos, "target \"{}\" has no comparison; {}", text, kSyntax);
   QualityTarget t;
@@ -73,6 +73,11 @@ QualityTarget parse_quality_target(std::string_view text) {
   const std::optional<double> v = parse_double(number);
   D5_CHECK_ARG(v && std::isfinite(*v), "target \"{}\": '{}' is not a finite number; {}", text, number, kSyntax);
   t.threshold = *v;
+  return t;
+}
+
+QualityTarget parse_quality_target(std::string_view text) {
+  QualityTarget t = parse_target_syntax(text);
   check_reachable(t, *make_quality_measure(t.measure), text);
   return t;
 }

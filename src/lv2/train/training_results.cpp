@@ -8,15 +8,6 @@ namespace d5 {
 
 namespace {
 
-MetricRecord record(const std::string& name, const std::string& unit, std::vector<double> samples) {
-  MetricRecord m;
-  m.name = name;
-  m.unit = unit;
-  m.samples = std::move(samples);
-  if (!m.samples.empty()) m.summary = summarize(m.samples);
-  return m;
-}
-
 std::vector<double> values(const std::vector<CurvePoint>& curve) {
   std::vector<double> v;
   v.reserve(curve.size());
@@ -55,14 +46,14 @@ CaseResult training_case(const std::string& name, const std::string& backend, co
               {"quality", options.quality},
               {"target", options.target ? options.target->to_string() : ""},
               {"time_limit_s", options.time_limit_s}};
-  c.metrics.push_back(record("step_time", "s", r.step_times_s));
-  c.metrics.push_back(record("data_time", "s", r.data_times_s));
-  if (r.training_time_s > 0) c.metrics.push_back(record("throughput", "samples/s", {r.throughput()}));
-  c.metrics.push_back(record("loss", "", values(r.loss)));
-  if (!r.train_accuracy.empty()) c.metrics.push_back(record("training_accuracy", "fraction", values(r.train_accuracy)));
+  c.metrics.push_back(metric_record("step_time", "s", r.step_times_s));
+  c.metrics.push_back(metric_record("data_time", "s", r.data_times_s));
+  if (r.training_time_s > 0) c.metrics.push_back(metric_record("throughput", "samples/s", {r.throughput()}));
+  c.metrics.push_back(metric_record("loss", "", values(r.loss)));
+  if (!r.train_accuracy.empty()) c.metrics.push_back(metric_record("training_accuracy", "fraction", values(r.train_accuracy)));
   for (const auto& q : r.test_quality)
-    if (!q.points.empty()) c.metrics.push_back(record("test_" + q.measure, q.unit, values(q.points)));
-  if (r.reached_target) c.metrics.push_back(record("time_to_target", "s", {r.time_to_target_s}));
+    if (!q.points.empty()) c.metrics.push_back(metric_record("test_" + q.measure, q.unit, values(q.points)));
+  if (r.reached_target) c.metrics.push_back(metric_record("time_to_target", "s", {r.time_to_target_s}));
   c.metrics.insert(c.metrics.end(), r.step_metrics.begin(), r.step_metrics.end());
 
   nlohmann::json& x = c.extra;
