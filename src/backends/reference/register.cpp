@@ -37,6 +37,7 @@ void register_operators(OpRegistry& r) {
   register_elements_indexing_ops(r);
   register_topk_ops(r);
   register_trilu_ops(r);
+  register_resize_ops(r);
   register_range_ops(r);
   register_dft_ops(r);
   register_mel_weight_matrix_ops(r);
