@@ -114,6 +114,7 @@ void register_elements_indexing_ops(OpRegistry& r);  // GatherElements ScatterEl
 void register_topk_ops(OpRegistry& r);
 void register_trilu_ops(OpRegistry& r);
 void register_resize_ops(OpRegistry& r);
+void register_roi_align_ops(OpRegistry& r);
 void register_range_ops(OpRegistry& r);
 void register_dft_ops(OpRegistry& r);  // DFT STFT
 void register_mel_weight_matrix_ops(OpRegistry& r);

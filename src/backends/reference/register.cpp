@@ -38,6 +38,7 @@ void register_operators(OpRegistry& r) {
   register_topk_ops(r);
   register_trilu_ops(r);
   register_resize_ops(r);
+  register_roi_align_ops(r);
   register_range_ops(r);
   register_dft_ops(r);
   register_mel_weight_matrix_ops(r);
