@@ -1,4 +1,4 @@
-"""The type-hint file deep500/_core.pyi (PEP 484's "stub file", complete, not a placeholder) declares
+"""The type-hint file deep500/_core.pyi (a PEP 484 stub file) declares
 exactly what the extension module defines: a binding added or renamed without its declaration fails
 here (checked: deleting `_optimizer_names` from the file fails the first test)."""
 import ast
