@@ -13,8 +13,9 @@ if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang" OR NOT CMAKE_C_COMPILER_ID STREQUA
 endif()
 # UB aborts instead of printing and continuing: otherwise libFuzzer would never count it.
 set(D5_FUZZ_SANITIZERS address,undefined)
+# Optimization and debug info are the build type's (the Makefile's FUZZ_OPT_FLAGS).
 add_compile_options(-fsanitize=fuzzer-no-link,${D5_FUZZ_SANITIZERS} -fno-sanitize-recover=all
-                    -fno-omit-frame-pointer -g)
+                    -fno-omit-frame-pointer)
 # Anything else linked in this build (libraries' executables) needs the sanitizer runtimes.
 add_link_options(-fsanitize=${D5_FUZZ_SANITIZERS})
 message(STATUS "D5_FUZZ: building with -fsanitize=fuzzer-no-link,${D5_FUZZ_SANITIZERS}; harnesses in fuzz/")

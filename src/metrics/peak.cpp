@@ -326,12 +326,33 @@ MachinePeak measure_machine_peak(FmaIsa isa, int threads, const PeakSettings& s)
   return p;
 }
 
+namespace {
+int peak_threads() { return std::max(1, omp_get_max_threads()); }
+}  // namespace
+
+const PeakMeasurement& machine_fma_peak() {
+  static const PeakMeasurement fma = [] {
+    PeakMeasurement m = measure_fma_peak(usable_fma_isas().front(), peak_threads());
+    m.name = "fma_all_threads";
+    return m;
+  }();
+  return fma;
+}
+
 const MachinePeak& machine_peak() {
-  static const MachinePeak peak = measure_machine_peak(usable_fma_isas().front(), std::max(1, omp_get_max_threads()));
+  static const MachinePeak peak = [] {
+    MachinePeak p;
+    p.isa = usable_fma_isas().front();
+    p.fma_all_threads = machine_fma_peak();
+    p.fma_one_thread = measure_fma_peak(p.isa, 1);
+    p.triad = measure_triad_bandwidth(peak_threads());
+    return p;
+  }();
   return peak;
 }
 
-double peak_gflops(const MachinePeak& p) { return p.fma_all_threads.summary.max; }
+double peak_gflops(const MachinePeak& p) { return peak_gflops(p.fma_all_threads); }
+double peak_gflops(const PeakMeasurement& fma_all_threads) { return fma_all_threads.summary.max; }
 
 nlohmann::json to_json(const PeakMeasurement& m) {
   const MedianCI& ci = m.summary.median_ci;
@@ -346,6 +367,10 @@ nlohmann::json to_json(const PeakMeasurement& m) {
                       {"isa", m.isa}};
   j.update(m.info);
   return j;
+}
+
+nlohmann::json fma_peak_json(const PeakMeasurement& fma_all_threads) {
+  return {{"dtype", "f32"}, {"isa", fma_all_threads.isa}, {"fma_gflops", to_json(fma_all_threads)}};
 }
 
 nlohmann::json to_json(const MachinePeak& p) {

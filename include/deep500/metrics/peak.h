@@ -63,17 +63,24 @@ struct MachinePeak {
 };
 // The three figures with kernel `isa`, the FMA rate and triad on `threads` threads.
 MachinePeak measure_machine_peak(FmaIsa isa, int threads, const PeakSettings& s = {});
-// Measured with the widest usable ISA and all OpenMP threads on first use, then cached for the
-// life of the process (about a second of work).
+// The all-thread FMA figure with the widest usable ISA and all OpenMP threads: what throughput
+// fractions divide by. Measured on first use (well under a second), then cached for the life of
+// the process; machine_peak() includes this same measurement.
+const PeakMeasurement& machine_fma_peak();
+// All three figures, measured on first use and cached for the life of the process (seconds of
+// work: the triad's arrays are larger than the last-level cache several times over).
 const MachinePeak& machine_peak();
 
 // The peak FMA rate a throughput is divided by: the best all-thread run, STREAM's convention for
 // peaks. Interference (other processes, preemption) only ever slows a run down, so on a busy host
 // the median underestimates what the units deliver and fractions of it could exceed 1.
 double peak_gflops(const MachinePeak& p);
+double peak_gflops(const PeakMeasurement& fma_all_threads);
 
 nlohmann::json to_json(const PeakMeasurement& m);  // median, CI, best, runs, validity; no raw samples
 nlohmann::json to_json(const MachinePeak& p);
+// The FMA figure alone, in to_json(MachinePeak)'s shape without the other two fields.
+nlohmann::json fma_peak_json(const PeakMeasurement& fma_all_threads);
 // A result case for reports: the rate as its metric, raw samples included.
 CaseResult to_case(const PeakMeasurement& m);
 
