@@ -144,6 +144,15 @@ if(TRUE)
     d5_record_library(libturbojpeg "${D5_TURBOJPEG_VERSION}")
   endif()
 endif()
+# SentencePiece tokenizes the text datasets (wordnet-glosses); without it they refuse with the
+# package to install.
+# Sanitizer and fuzz builds leave it out: its plugin needs RTLD_DEEPBIND, which ASan refuses.
+set(D5_HAVE_SENTENCEPIECE OFF)
+pkg_check_modules(D5_SENTENCEPIECE QUIET IMPORTED_TARGET sentencepiece)
+if(D5_SENTENCEPIECE_FOUND AND NOT D5_FUZZ AND NOT D5_SANITIZE)
+  set(D5_HAVE_SENTENCEPIECE ON)
+  d5_record_library(sentencepiece "${D5_SENTENCEPIECE_VERSION}")
+endif()
 find_package(CURL QUIET)
 set(D5_HAVE_CURL ${CURL_FOUND})
 if(CURL_FOUND)

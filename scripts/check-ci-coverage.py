@@ -26,6 +26,7 @@ REQUIRED_LIBRARIES = {
     "yaml-cpp": "YAML recipes (Debian libyaml-cpp-dev)",
     "mpi": "the MPI schemes of Level 3 (Debian libopenmpi-dev)",
     "sqlite": "the result history, d5 db (Debian libsqlite3-dev)",
+    "sentencepiece": "the tokenizer of the text datasets (Debian libsentencepiece-dev)",
 }
 
 # Tests whose absence from the run means an area was left out of the build.

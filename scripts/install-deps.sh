@@ -19,6 +19,8 @@ PACKAGES=(
   # utility libraries
   nlohmann-json3-dev libcli11-dev libfmt-dev libyaml-cpp-dev libsqlite3-dev
   zlib1g-dev libturbojpeg0-dev libcurl4-openssl-dev libssl-dev
+  # text datasets: SentencePiece tokenizes them, WordNet's glosses are one (wordnet-glosses)
+  libsentencepiece-dev wordnet-base
   # host topology and caches (the HPC standard that Open MPI itself uses)
   libhwloc-dev
   # testing and benchmarking

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -10,6 +12,7 @@
 
 #include "cli_common.h"
 #include "deep500/train/dataset.h"
+#include "deep500/train/dataset_formats.h"
 #include "deep500/train/downloader.h"
 #include "deep500/core/error.h"
 
@@ -86,7 +89,7 @@ struct InfoArgs {
   OutputOptions out;
 };
 
-int run_info(const InfoArgs& a, const GlobalOptions& g) {
+DatasetSpec spec_of(const InfoArgs& a, const GlobalOptions& g) {
   register_builtin_datasets();
   DatasetSpec spec;
   spec.name = a.dataset;
@@ -97,6 +100,11 @@ int run_info(const InfoArgs& a, const GlobalOptions& g) {
     const auto [key, value] = split_key_value(kv, "--set");
     spec.options[key] = value;
   }
+  return spec;
+}
+
+int run_info(const InfoArgs& a, const GlobalOptions& g) {
+  const DatasetSpec spec = spec_of(a, g);
   const auto ds = open_dataset(spec);
   json samples = json::object();
   std::string text = fmt::format("dataset   {} (split {})\nsamples   {}\nclasses   {}\n", ds->name(), spec.split,
@@ -129,10 +137,51 @@ int run_info(const InfoArgs& a, const GlobalOptions& g) {
   return kExitOk;
 }
 
+// Every sample of the split as the npy format reads it back: DIR/inputs.npy [N, ...] and
+// DIR/labels.npy [N, ...], in the dataset's own dtypes (a text set's ids stay i64).
+int run_export(const InfoArgs& a, const std::string& dir, const GlobalOptions& g) {
+  const DatasetSpec spec = spec_of(a, g);
+  const auto ds = open_dataset(spec);
+  const auto descs = ds->sample_descs();
+  const int64_t n = ds->size();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  D5_CHECK(!ec, IoError, "cannot create '{}': {}", dir, ec.message());
+  json files = json::object();
+  std::string text = fmt::format("{} (split {}): {} samples\n", ds->name(), spec.split, n);
+  for (const auto& [name, file] : {std::pair{kDataInput, "inputs.npy"}, std::pair{kDataLabels, "labels.npy"}}) {
+    const auto d = descs.find(name);
+    D5_CHECK_ARG(d != descs.end(), "dataset '{}' produces no '{}' tensor to export", ds->name(), name);
+    std::vector<int64_t> dims = {n};
+    for (int64_t e : d->second.shape.dims()) dims.push_back(e);
+    Tensor all(d->second.dtype, Shape(dims));
+    const int64_t row_bytes = static_cast<int64_t>(all.bytes()) / std::max<int64_t>(n, 1);
+    constexpr int64_t kChunk = 1024;
+    for (int64_t begin = 0; begin < n; begin += kChunk) {
+      std::vector<int64_t> indices;
+      for (int64_t i = begin; i < std::min(n, begin + kChunk); ++i) indices.push_back(i);
+      const Batch b = ds->fetch(indices);
+      const Tensor& t = b.at(name);
+      D5_CHECK(t.dtype() == all.dtype() && static_cast<int64_t>(t.bytes()) == row_bytes * static_cast<int64_t>(indices.size()),
+               Internal, "{}: fetch gave '{}' as {} for {} samples", ds->name(), name, t.desc().to_string(),
+               indices.size());
+      std::memcpy(static_cast<char*>(all.data()) + begin * row_bytes, t.data(), t.bytes());
+    }
+    const std::string path = (std::filesystem::path(dir) / file).string();
+    write_npy_file(path, all);
+    files[name] = {{"path", path}, {"dtype", std::string(to_string(all.dtype()))}, {"shape", dims}};
+    text += fmt::format("  {:<7} -> {} {}\n", name, path, all.desc().to_string());
+  }
+  emit_text(text, json{{"dataset", ds->name()}, {"split", spec.split}, {"size", n}, {"classes", ds->classes()},
+                       {"vocabulary", ds->vocabulary()}, {"files", files}},
+            a.out);
+  return kExitOk;
+}
+
 }  // namespace
 
 Command register_data(CLI::App& app, const GlobalOptions& g) {
-  auto* data = app.add_subcommand("data", "Level 2: datasets (list formats and sets, download, info)");
+  auto* data = app.add_subcommand("data", "Level 2: datasets (list formats and sets, download, info, export)");
   data->require_subcommand(1);
 
   auto* list = data->add_subcommand("list", "Dataset formats, and the sets 'd5 data download' fetches");
@@ -160,10 +209,22 @@ Command register_data(CLI::App& app, const GlobalOptions& g) {
       ->allow_extra_args(false);
   add_output_options(*info, i->out);
 
-  return {data, [list, download, info, list_out, d, i, &g]() -> int {
+  auto* exp = data->add_subcommand(
+      "export", "Write a dataset split as inputs.npy and labels.npy (what --dataset npy reads back)");
+  auto e = std::make_shared<InfoArgs>();
+  auto export_dir = std::make_shared<std::string>();
+  exp->add_option("--dataset", e->dataset, "Dataset format (see 'd5 data list')")->required();
+  exp->add_option("--data-dir", e->data_dir, "Directory of the files (default: the download cache)");
+  exp->add_option("--split", e->split, "train or test")->default_val("train");
+  exp->add_option("--set", e->set, "Format option KEY=VALUE (repeatable)")->allow_extra_args(false);
+  exp->add_option("--to", *export_dir, "Directory to write inputs.npy and labels.npy into")->required();
+  add_output_options(*exp, e->out);
+
+  return {data, [list, download, info, exp, list_out, d, i, e, export_dir, &g]() -> int {
             if (list->parsed()) return run_list(*list_out);
             if (download->parsed()) return run_download(*d);
             if (info->parsed()) return run_info(*i, g);
+            if (exp->parsed()) return run_export(*e, *export_dir, g);
             return kExitUsage;
           }};
 }

@@ -33,21 +33,23 @@ int run_list(const OutputOptions& out) {
   register_builtin_operators();  // shape inference and flops() come from the reference operators
   json models = json::array();
   std::string text =
-      fmt::format("{:<14}{:>13}  {:<12}{:>9}  {}\n", "model", "parameters", "input", "GFLOPs", "description");
+      fmt::format("{:<18}{:>13}  {:<12}{:>9}  {}\n", "model", "parameters", "input", "GFLOPs", "description");
   for (const auto& m : zoo_models()) {
     ModelOptions o;
     o.initialize = false;  // counting needs the shapes, not the values
     const Network net = build_model(m.name, o);
     const int64_t params = net.parameter_count();
     const double gflops = forward_flops(net) / 1e9;
-    const std::string input = fmt::format("{}", fmt::join(m.default_input, "x"));
-    text += fmt::format("{:<14}{:>13}  {:<12}{:>9.4g}  {}\n", m.name, with_separators(params), input, gflops,
+    const std::string input =
+        fmt::format("{}{}", fmt::join(m.default_input, "x"), m.default_vocabulary > 0 ? " ids" : "");
+    text += fmt::format("{:<18}{:>13}  {:<12}{:>9.4g}  {}\n", m.name, with_separators(params), input, gflops,
                         m.description);
     models.push_back({{"name", m.name},
                       {"description", m.description},
                       {"parameters", params},
                       {"default_input", m.default_input},
                       {"default_classes", m.default_classes},
+                      {"default_vocabulary", m.default_vocabulary},
                       {"forward_gflops_batch1", gflops}});
   }
   text += "GFLOPs: one forward pass at batch 1 (a multiply-add counts 2), from the operators' flops()\n";

@@ -142,6 +142,7 @@ TrainNetwork load_train_network(const TrainOpts& o, const Dataset& data, uint64_
   ModelOptions mo;
   mo.batch = o.batch;
   mo.classes = data.classes();
+  mo.vocabulary = data.vocabulary();
   mo.input_shape = in->second.shape.dims();
   mo.training = true;
   mo.seed = seed;

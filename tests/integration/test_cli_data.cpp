@@ -77,6 +77,36 @@ TEST(CliData, InfoOnSyntheticFollowsOptionsAndSeed) {
   EXPECT_NE(run_d5(seeded).out, r.out);
 }
 
+// Exported, a synthetic set (2,500 samples: more than one chunk of the export) reads back through
+// the npy format with the same labels, and exporting that again gives the same bytes.
+TEST(CliData, ExportWritesWhatTheNpyFormatReadsBack) {
+  TempDir dir("d5-data-export");
+  const std::vector<std::string> set = {"--set", "shape=2x3", "--set", "classes=4", "--set", "samples=2500"};
+  auto with = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  const auto e = run_d5(with({"data", "export", "--dataset", "synthetic", "--to", dir.file("a"), "--format", "json"}, set));
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const auto j = nlohmann::json::parse(e.out);
+  EXPECT_EQ(j["size"], 2500);
+  EXPECT_EQ(j["files"]["input"]["shape"], nlohmann::json({2500, 2, 3}));
+  EXPECT_EQ(j["files"]["input"]["dtype"], "f32");
+  EXPECT_EQ(j["files"]["labels"]["dtype"], "i64");
+  const auto original = run_d5(with({"data", "info", "--dataset", "synthetic", "--format", "json"}, set));
+  const auto exported = run_d5({"data", "info", "--dataset", "npy", "--data-dir", dir.file("a"), "--format", "json"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(nlohmann::json::parse(exported.out)["label_histogram"],
+            nlohmann::json::parse(original.out)["label_histogram"]);
+  ASSERT_EQ(run_d5({"data", "export", "--dataset", "npy", "--data-dir", dir.file("a"), "--to", dir.file("b")}).exit_code,
+            0);
+  for (const char* f : {"inputs.npy", "labels.npy"})
+    EXPECT_EQ(read_file(dir.file("b") + "/" + f), read_file(dir.file("a") + "/" + f)) << f;
+  // An unknown format, or no --to: usage errors.
+  EXPECT_EQ(run_d5({"data", "export", "--dataset", "nope", "--to", dir.file("c")}).exit_code, 2);
+  EXPECT_EQ(run_d5({"data", "export", "--dataset", "synthetic"}).exit_code, 2);
+}
+
 TEST(CliData, ErrorsMapToExitCodes) {
   auto r = run_d5({"data", "info", "--dataset", "imagenet-22k"});
   EXPECT_EQ(r.exit_code, 2);

@@ -13,13 +13,16 @@ TEST(CliModels, ListJsonHasEveryModelWithCountsAndFlops) {
   const auto r = run_d5({"models", "list", "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["models"].size(), 19u);
+  ASSERT_EQ(j["models"].size(), 21u);
   std::map<std::string, nlohmann::json> by_name;
   for (const auto& m : j["models"]) by_name[m["name"]] = m;
   EXPECT_EQ(by_name.at("resnet18")["parameters"], 11'689'512);
   EXPECT_EQ(by_name.at("vgg16")["parameters"], 138'357'544);
   EXPECT_EQ(by_name.at("resnet20")["default_input"], (std::vector<int64_t>{3, 32, 32}));
   EXPECT_EQ(by_name.at("lstm")["default_classes"], 10);
+  EXPECT_EQ(by_name.at("lstm")["default_vocabulary"], 0);
+  EXPECT_EQ(by_name.at("text-lstm")["default_vocabulary"], 2000);
+  EXPECT_EQ(by_name.at("text-transformer")["parameters"], 658'349);
   // LeNet-5: 845,852 FLOPs (derived in the unit tests); JSON carries the double unrounded.
   EXPECT_DOUBLE_EQ(by_name.at("lenet5")["forward_gflops_batch1"].get<double>(), 845'852e-9);
   for (const auto& [name, m] : by_name) EXPECT_GT(m["forward_gflops_batch1"].get<double>(), 0) << name;

@@ -11,6 +11,7 @@
 #include "../support/network_compare.h"
 #include "../support/onnx_cases.h"
 #include "deep500/backends/builtin.h"
+#include "deep500/net/executor_metrics.h"
 #include "deep500/net/executor_validation.h"
 #include "deep500/net/model_zoo.h"
 #include "deep500/onnx/onnx_import.h"
@@ -30,8 +31,12 @@ class ModelsExport : public ::testing::TestWithParam<std::string> {
 
 TensorMap zoo_feeds(const Network& net) {
   Tensor x(net.desc(kZooInput));
-  RngStream rng(3, "zoo-export-input");
-  for (float& v : x.span<float>()) v = rng.uniform_float();
+  if (x.dtype() == DType::f32) {
+    RngStream rng(3, "zoo-export-input");
+    for (float& v : x.span<float>()) v = rng.uniform_float();
+  } else {
+    x = synthetic_feeds(net, 3).at(kZooInput);  // token ids of a text model, within its vocabulary
+  }
   TensorMap feeds = {{kZooInput, x}};
   if (std::find(net.inputs().begin(), net.inputs().end(), kZooLabels) != net.inputs().end()) {
     Tensor y(net.desc(kZooLabels));
@@ -162,8 +167,12 @@ TEST_P(ModelsExport, PyTorchRunningTheFileAgreesWithD5) {
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ModelsExport,
                          ::testing::Values("lenet5", "mlp", "resnet20", "mobilenet_v2", "lstm",
-                                           "transformer"),
-                         [](const auto& info) { return info.param; });
+                                           "transformer", "text-lstm", "text-transformer"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
 
 // Every zoo model, at its defaults, in inference mode (one file) and in training mode with the loss
 // (weights as external data): the export succeeds, the file imports with the zoo's parameter

@@ -53,6 +53,8 @@ const std::vector<SmallRun>& small_runs() {
       {"optimizers-compare", {"epochs=1", "data-dir=" + kMnist}, false, {"torch"}},
       {"cifar10-resnet20", {"epochs=1", "batch=32"}, false, {"torch"}, true},
       {"rl", {"seeds=1", "max-env-steps=2000"}, false, {}},
+      // The tokenizer cached once per build tree, as the text twin's.
+      {"text", {"time-limit=5", "data-dir=" D5_BINARY_DIR "/test-data/wordnet-glosses"}, false, {"torch"}},
       {"quickstart",
        {"deepbench.limit=1", "deepbench.min-time=0.01", "deepbench.max-time=0.05", "zoo-inference.min-runs=2",
         "zoo-inference.max-time=0.2", "zoo-train-step.min-runs=2", "zoo-train-step.max-time=0.2",

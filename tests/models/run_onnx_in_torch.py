@@ -194,6 +194,12 @@ def run_node(node, args):
         value = float(args[2]) if len(args) > 2 and args[2] is not None else 0.0
         mode = a.get("mode", b"constant")
         return [pad(x, args[1].tolist(), value, mode.decode() if isinstance(mode, bytes) else mode)]
+    if op == "Gather":
+        axis = a.get("axis", 0) % x.dim()
+        idx = args[1].long()
+        idx = torch.where(idx < 0, idx + x.shape[axis], idx)
+        picked = torch.index_select(x, axis, idx.reshape(-1))
+        return [picked.reshape(x.shape[:axis] + idx.shape + x.shape[axis + 1:])]
     if op == "Softmax":
         return [torch.softmax(x, dim=a.get("axis", -1))]
     if op == "ReduceMean":

@@ -20,6 +20,9 @@ struct ModelOptions {
   int64_t batch = 1;
   int64_t classes = 0;               // 0: the model's default
   std::vector<int64_t> input_shape;  // per sample (C,H,W or sequence length, features); empty: default
+  // Text models read token ids in [0, vocabulary) (an i64 input [batch, length]); 0: the model's
+  // default. Models with a float input refuse a vocabulary.
+  int64_t vocabulary = 0;
   bool with_loss = false;
   // Training mode: BatchNormalization normalizes with batch statistics (training_mode=1, the
   // running-statistics outputs left unnamed) and Dropout nodes drop (training_mode input true). In
@@ -37,6 +40,7 @@ struct ZooModel {
   std::vector<int64_t> default_input;  // per sample
   int64_t default_classes;
   std::function<Network(const ModelOptions&)> build;  // options already resolved (no zeros)
+  int64_t default_vocabulary = 0;  // > 0: the input is token ids (text models); 0: float features
 };
 
 // Every model, in the order `d5 models list` prints them.

@@ -40,6 +40,8 @@ class Dataset {
   virtual int64_t label(int64_t index) const;
   // Length of a variable-length sample (tokens, frames) for bucketing; 0 for fixed-size samples.
   virtual int64_t sample_length(int64_t /*index*/) const { return 0; }
+  // Token ids of a text set's input lie in [0, vocabulary()); 0 for sets whose input is not ids.
+  virtual int64_t vocabulary() const { return 0; }
 };
 
 // A per-batch transformation a loader applies after fetch (augmentation, normalization). Random

@@ -13,6 +13,8 @@ namespace {
 
 using Dims = std::vector<int64_t>;
 const Dims kImageNet = {3, 224, 224}, kCifar = {3, 32, 32}, kMnist = {1, 28, 28};
+// Text models' defaults: wordnet-glosses' (32 tokens, 2000 pieces, 45 lexicographer files).
+constexpr int64_t kTextLength = 32, kTextVocabulary = 2000, kTextClasses = 45;
 
 Registry<ZooModel>* make_models() {
   auto* m = new Registry<ZooModel>("model");
@@ -50,12 +52,27 @@ Registry<ZooModel>* make_models() {
       zoo::build_lstm_classifier);
   add("transformer", "Transformer encoder: 2 layers, d_model 128, 4 heads, GELU feed-forward 512", {32, 64},
       10, zoo::build_transformer);
+  auto add_text = [&](std::string name, std::string description, std::function<Network(const ModelOptions&)> build) {
+    m->add(name, description, {name, description, {kTextLength}, kTextClasses, std::move(build), kTextVocabulary});
+  };
+  add_text("text-lstm", "Text LSTM: 64-wide token embedding, one 128-unit LSTM layer, Gemm on the last step",
+           zoo::build_text_lstm);
+  add_text("text-transformer",
+           "Text Transformer: 128-wide token embedding, 2 encoder layers, 4 heads, mean pooling",
+           zoo::build_text_transformer);
   return m;
 }
 
 Registry<ZooModel>& models() {
   static Registry<ZooModel>* r = make_models();
   return *r;
+}
+
+std::vector<std::string> text_model_names() {
+  std::vector<std::string> names;
+  for (const auto& m : models().values())
+    if (m->default_vocabulary > 0) names.push_back(m->name);
+  return names;
 }
 
 }  // namespace
@@ -78,6 +95,13 @@ Network build_model(const std::string& name, const ModelOptions& options) {
   D5_CHECK_ARG(o.classes >= 0, "model '{}': classes must be positive (0 for the default {}), got {}", name,
                it->default_classes, o.classes);
   if (o.classes == 0) o.classes = it->default_classes;
+  D5_CHECK_ARG(o.vocabulary >= 0, "model '{}': vocabulary must be positive (0 for the default), got {}", name,
+               o.vocabulary);
+  D5_CHECK_ARG(o.vocabulary == 0 || it->default_vocabulary > 0,
+               "model '{}' reads float features, not token ids, so a vocabulary ({}) means nothing to it: text "
+               "sets train text models ({})",
+               name, o.vocabulary, fmt::join(text_model_names(), ", "));
+  if (o.vocabulary == 0) o.vocabulary = it->default_vocabulary;
   if (o.input_shape.empty()) o.input_shape = it->default_input;
   for (int64_t d : o.input_shape)
     D5_CHECK_ARG(d >= 1, "model '{}': input shape [{}] has an extent below 1", name,

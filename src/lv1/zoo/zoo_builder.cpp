@@ -66,6 +66,24 @@ Value Builder::input(size_t rank, const std::string& what) {
   return v;
 }
 
+Value Builder::token_input() {
+  const auto& s = options_.input_shape;
+  D5_CHECK_ARG(s.size() == 1, "model '{}' takes a per-sample input of one extent (the number of tokens), got [{}]",
+               model_, fmt::join(s, ","));
+  D5_CHECK(!used_.count(kZooInput), Internal, "model '{}' asked for two inputs", model_);
+  used_.insert(kZooInput);
+  Value v{kZooInput, Shape{options_.batch, s[0]}};
+  net_.add_input(v.name, TensorDesc{DType::i64, v.shape});
+  return v;
+}
+
+Value Builder::embedding(const Value& ids, const std::string& scope, int64_t dim) {
+  D5_CHECK(options_.vocabulary > 0, Internal, "model '{}' builds an embedding without a vocabulary", model_);
+  const std::string weight = uniform_param(scope + ".weight", Shape{options_.vocabulary, dim}, std::sqrt(3.0));
+  return node("Gather", scope, {weight, ids.name}, Shape{ids.shape[0], ids.shape[1], dim},
+              Attributes{{"axis", int64_t{0}}});
+}
+
 std::string Builder::uniform_param(const std::string& name, const Shape& shape, double bound) {
   const std::string n = fresh(name);
   Tensor t(DType::f32, shape);

@@ -35,6 +35,9 @@ class Builder {
   // The graph input "input" of [batch, ...input_shape]; InvalidArgument unless the per-sample
   // shape has `rank` extents (`what` describes them in the message: "C,H,W").
   Value input(size_t rank, const std::string& what);
+  // The graph input "input" of token ids, i64 [batch, length]; InvalidArgument unless the
+  // per-sample shape is one extent (the length).
+  Value token_input();
 
   // --- layers; `scope` is the PyTorch module path, used for node and parameter names ---
   Value conv(const Value& x, const std::string& scope, int64_t out_channels, int64_t kernel, int64_t stride,
@@ -46,6 +49,9 @@ class Builder {
   // LSTM over [seq, batch, features] with hidden_size units; returns the last hidden state
   // [batch, hidden]. Weights as PyTorch: U(-1/sqrt(hidden), 1/sqrt(hidden)).
   Value lstm_last_hidden(const Value& x, const std::string& scope, int64_t hidden);
+  // PyTorch's nn.Embedding(vocabulary, dim) on ids [batch, length] -> [batch, length, dim]: Gather
+  // on the rows of a [vocabulary, dim] weight drawn with unit variance (U(-sqrt 3, sqrt 3)).
+  Value embedding(const Value& ids, const std::string& scope, int64_t dim);
 
   Value relu(const Value& x, const std::string& scope);
   Value relu6(const Value& x, const std::string& scope);  // Clip(0, 6)
@@ -102,5 +108,7 @@ Network build_wide_resnet(const std::string& name, int depth, int width, const M
 Network build_mobilenet_v2(const ModelOptions& o);
 Network build_lstm_classifier(const ModelOptions& o);
 Network build_transformer(const ModelOptions& o);
+Network build_text_lstm(const ModelOptions& o);
+Network build_text_transformer(const ModelOptions& o);
 
 }  // namespace d5::zoo

@@ -3,6 +3,7 @@
 #include "deep500/train/dataset.h"
 #include "deep500/train/dataset_formats.h"
 #include "../images/register_images.h"
+#include "../text/text_datasets.h"
 
 namespace d5 {
 
@@ -19,6 +20,9 @@ void register_builtin_datasets() {
     register_dataset("synthetic-learnable",
                      "Seeded class prototypes plus Gaussian noise (noise=): learnable to high accuracy quickly",
                      [](const DatasetSpec& s) { return open_synthetic_dataset(s, true); });
+    register_dataset("wordnet-glosses",
+                     "WordNet 3.0 definitions (Debian wordnet-base) as SentencePiece ids, 45 lexicographer-file classes",
+                     text::open_wordnet_glosses);
     register_image_datasets();
     return true;
   }();

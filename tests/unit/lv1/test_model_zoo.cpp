@@ -43,8 +43,33 @@ TEST_F(ModelZooTest, RegistryHasEveryModelOnce) {
   const std::set<std::string> expected = {"lenet5",    "mlp",          "alexnet",  "vgg11",      "vgg16",
                                           "resnet18",  "resnet34",     "resnet50", "resnet101",  "resnet152",
                                           "resnet20",  "resnet32",     "resnet44", "resnet56",   "resnet110",
-                                          "wrn-28-10", "mobilenet_v2", "lstm",     "transformer"};
+                                          "wrn-28-10", "mobilenet_v2", "lstm",     "transformer", "text-lstm",
+                                          "text-transformer"};
   EXPECT_EQ(names, expected);
+}
+
+// A vocabulary means token ids: the text models take the dataset's, the others refuse one rather
+// than be fed ids as if they were features.
+TEST_F(ModelZooTest, TextModelsReadIdsOfTheirVocabularyAndOthersRefuseOne) {
+  ModelOptions o;
+  o.vocabulary = 500;
+  o.input_shape = {12};
+  o.batch = 3;
+  for (const char* m : {"text-lstm", "text-transformer"}) {
+    const Network net = build_model(m, o);
+    EXPECT_EQ(net.desc(kZooInput), (TensorDesc{DType::i64, Shape{3, 12}})) << m;
+    EXPECT_EQ(net.desc("embedding.weight").shape[0], 500) << m;
+  }
+  try {
+    build_model("lenet5", o);
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("model 'lenet5' reads float features, not token ids"), std::string::npos) << m;
+    EXPECT_NE(m.find("text-lstm, text-transformer"), std::string::npos) << m;
+  }
+  o.input_shape = {2, 6};
+  EXPECT_THROW(build_model("text-lstm", o), InvalidArgument);
 }
 
 TEST_F(ModelZooTest, UnknownModelListsTheNames) {
@@ -95,7 +120,11 @@ INSTANTIATE_TEST_SUITE_P(Zoo, ParameterCount,
                                            CountCase{"resnet56", 853'018}, CountCase{"resnet110", 1'727'962},
                                            CountCase{"wrn-28-10", 36'479'194},
                                            CountCase{"mobilenet_v2", 3'504'872}, CountCase{"lstm", 82'186},
-                                           CountCase{"transformer", 406'154}),
+                                           CountCase{"transformer", 406'154},
+                                           // 2,000 x 64 embedding + lstm's 99,328 + 128 x 45 + 45
+                                           CountCase{"text-lstm", 233'133},
+                                           // 2,000 x 128 embedding + transformer's 396,544 + 5,805
+                                           CountCase{"text-transformer", 658'349}),
                          [](const auto& info) {
                            std::string n = info.param.model;
                            std::replace(n.begin(), n.end(), '-', '_');
@@ -140,7 +169,8 @@ TEST_F(ModelZooTest, EveryModelInfersWithAndWithoutLoss) {
       ASSERT_NO_THROW(net.infer());
       std::vector<int64_t> in = {2};
       in.insert(in.end(), m.default_input.begin(), m.default_input.end());
-      EXPECT_EQ(net.desc(kZooInput), (TensorDesc{DType::f32, Shape(in)}));
+      // Text models read token ids, the others features.
+      EXPECT_EQ(net.desc(kZooInput), (TensorDesc{m.default_vocabulary > 0 ? DType::i64 : DType::f32, Shape(in)}));
       EXPECT_EQ(net.desc(kZooLogits).shape, (Shape{2, m.default_classes}));
       if (loss) {
         EXPECT_EQ(net.outputs(), (std::vector<std::string>{kZooLogits, kZooLoss}));

@@ -1,0 +1,38 @@
+#pragma once
+// Internal: the text datasets' tokenizer, SentencePiece (Kudo & Richardson, 2018; Debian's
+// libsentencepiece-dev): a unigram subword model trained on a dataset's training split. Ids are
+// dense in [0, vocabulary): 0 pads, 1 stands for a piece outside the vocabulary.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace d5::text {
+
+// Whether this build has SentencePiece (its plugin, libd5_sentencepiece.so: sentencepiece_plugin.h
+// says why a plugin); without it train and the constructor throw NotBuilt naming the package.
+bool subword_tokenizer_built();
+
+class SubwordTokenizer {
+ public:
+  static constexpr int32_t kPad = 0, kUnknown = 1;
+
+  // A unigram model of `vocabulary` pieces (fewer when the sentences cannot fill it) from
+  // `sentences`, on one thread so the model is a function of the sentences alone. Returns the
+  // serialized model (what the constructor loads; datasets cache it as a file).
+  static std::string train(const std::vector<std::string>& sentences, int64_t vocabulary);
+
+  // FormatError when `serialized_model` is not a SentencePiece model.
+  explicit SubwordTokenizer(const std::string& serialized_model);
+  ~SubwordTokenizer();
+  SubwordTokenizer(const SubwordTokenizer&) = delete;
+  SubwordTokenizer& operator=(const SubwordTokenizer&) = delete;
+
+  std::vector<int32_t> encode(std::string_view text) const;
+  int64_t vocabulary() const;
+
+ private:
+  void* processor_ = nullptr;
+};
+
+}  // namespace d5::text

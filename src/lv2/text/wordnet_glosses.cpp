@@ -1,0 +1,208 @@
+// "wordnet-glosses": WordNet 3.0's definitions (Debian's wordnet-base), each labelled with the
+// lexicographer file its synset was filed in (45 classes: noun.animal, verb.motion, adj.all, ...),
+// as SentencePiece token ids. Generated on the user's machine, deterministically:
+//
+// - the split is a function of the synset alone: a synset is in the test split when the FNV-1a
+//   hash of its id ("n00001740"), taken as a fraction of 2^64, is below test-fraction;
+// - the tokenizer is a unigram SentencePiece model of `vocabulary` pieces trained on the training
+//   split's definitions (the first tokenizer-sentences of them, in file order; 0 = all), cached in
+//   the data directory as tokenizer-<key>.model beside a manifest (tokenizer-<key>.json) with the
+//   SHA-256 of the WordNet files it came from and of the model; the key hashes both plus the
+//   options, so other options or other WordNet files train another model;
+// - a sample is its definition's ids, cut or padded with 0 to `length`, padding at the end
+//   (padding=end) or before the ids (padding=start, for recurrent models read to their last step);
+// - samples=N keeps N of the split's synsets evenly spaced over it (file order sorts them by part
+//   of speech, so the first N would be nouns only).
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "../data/dataset_options.h"
+#include "core/digest.h"
+#include "deep500/core/error.h"
+#include "deep500/metrics/atomic_file.h"
+#include "subword_tokenizer.h"
+#include "text_datasets.h"
+#include "wordnet.h"
+
+namespace d5::text {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kGenerator = "wordnet-glosses/1";
+
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+std::string file_sha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  D5_CHECK(in.good(), IoError, "cannot read '{}'", path);
+  Digest d(DigestKind::sha256);
+  std::vector<char> buf(1 << 16);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    d.update(buf.data(), static_cast<size_t>(in.gcount()));
+  }
+  return d.hex_digest();
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  D5_CHECK(in.good(), IoError, "cannot read '{}'", path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct GlossOptions {
+  std::string wordnet_dir;
+  int64_t vocabulary, length, samples, tokenizer_sentences;
+  double test_fraction;
+  bool pad_start;
+};
+
+bool in_test_split(const WordNetSynset& s, double test_fraction) {
+  return static_cast<double>(fnv1a(s.id)) < test_fraction * 18446744073709551616.0;
+}
+
+// The cached tokenizer for these sources and options, trained and stored when absent or when the
+// stored model's checksum disagrees with its manifest.
+std::string cached_tokenizer(const std::vector<WordNetSynset>& synsets, const GlossOptions& o,
+                             const std::string& cache_dir) {
+  nlohmann::json sources = nlohmann::json::object();
+  for (const auto& f : wordnet_data_files(o.wordnet_dir)) sources[fs::path(f).filename().string()] = file_sha256(f);
+  const nlohmann::json options = {{"generator", kGenerator},
+                                  {"vocabulary", o.vocabulary},
+                                  {"test_fraction", o.test_fraction},
+                                  {"tokenizer_sentences", o.tokenizer_sentences}};
+  const std::string key = sha256_hex(sources.dump() + options.dump()).substr(0, 16);
+  const fs::path model_path = fs::path(cache_dir) / ("tokenizer-" + key + ".model");
+  const fs::path manifest_path = fs::path(cache_dir) / ("tokenizer-" + key + ".json");
+  if (fs::exists(model_path) && fs::exists(manifest_path)) {
+    std::string model = read_text(model_path.string());
+    const auto manifest = nlohmann::json::parse(read_text(manifest_path.string()), nullptr, false);
+    if (!manifest.is_discarded() && manifest.value("model_sha256", "") == sha256_hex(model)) return model;
+  }
+  std::vector<std::string> train;
+  for (const auto& s : synsets) {
+    if (in_test_split(s, o.test_fraction)) continue;
+    if (o.tokenizer_sentences > 0 && static_cast<int64_t>(train.size()) >= o.tokenizer_sentences) break;
+    train.push_back(s.definition);
+  }
+  std::string model = SubwordTokenizer::train(train, o.vocabulary);
+  std::error_code ec;
+  fs::create_directories(cache_dir, ec);
+  D5_CHECK(!ec, IoError, "cannot create the data directory '{}': {}", cache_dir, ec.message());
+  atomic_write(model_path.string(), model);
+  const nlohmann::json manifest = {{"sources", sources},
+                                   {"wordnet_dir", o.wordnet_dir},
+                                   {"options", options},
+                                   {"training_sentences", train.size()},
+                                   {"model", model_path.filename().string()},
+                                   {"model_sha256", sha256_hex(model)}};
+  atomic_write(manifest_path.string(), manifest.dump(2) + "\n");
+  return model;
+}
+
+class WordNetGlossesDataset : public Dataset {
+ public:
+  explicit WordNetGlossesDataset(const DatasetSpec& spec) {
+    data::DatasetOptions opts(spec, "wordnet-glosses",
+                              {"wordnet-dir", "vocabulary", "length", "padding", "test-fraction", "samples",
+                               "tokenizer-sentences"});
+    GlossOptions o;
+    o.wordnet_dir = opts.get_string("wordnet-dir", "/usr/share/wordnet");
+    o.vocabulary = opts.get_int("vocabulary", 2000, 8, 1 << 20);
+    o.length = opts.get_int("length", 32, 1, 4096);
+    o.samples = opts.get_int("samples", 0, 0);
+    o.tokenizer_sentences = opts.get_int("tokenizer-sentences", 0, 0);
+    o.test_fraction = opts.get_double("test-fraction", 0.1);
+    D5_CHECK_ARG(o.test_fraction > 0 && o.test_fraction < 1, "wordnet-glosses: test-fraction must lie in (0, 1), got {}",
+                 o.test_fraction);
+    const std::string padding = opts.get_string("padding", "end");
+    D5_CHECK_ARG(padding == "end" || padding == "start", "wordnet-glosses: padding must be 'end' or 'start', got '{}'",
+                 padding);
+    o.pad_start = padding == "start";
+    opts.check_all_known();
+    D5_CHECK_ARG(spec.split == "train" || spec.split == "test",
+                 "wordnet-glosses: split must be 'train' or 'test', got '{}'", spec.split);
+    // The tokenizer first: without SentencePiece, refuse before reading anything.
+    D5_CHECK(subword_tokenizer_built(), NotBuilt,
+             "wordnet-glosses needs SentencePiece, which this d5 was built without: install libsentencepiece-dev "
+             "(scripts/install-deps.sh) and rebuild");
+    const auto synsets = read_wordnet(o.wordnet_dir);
+    tokenizer_ = std::make_unique<SubwordTokenizer>(cached_tokenizer(synsets, o, data::data_dir_for(spec)));
+    length_ = o.length;
+    const bool test = spec.split == "test";
+    std::vector<const WordNetSynset*> split;
+    for (const auto& s : synsets)
+      if (in_test_split(s, o.test_fraction) == test) split.push_back(&s);
+    // samples=N: N synsets evenly spaced over the split, so that every part of speech and file
+    // keeps its share (the files are sorted by part of speech).
+    const auto count = static_cast<int64_t>(split.size());
+    const int64_t keep = o.samples > 0 ? std::min(o.samples, count) : count;
+    for (int64_t k = 0; k < keep; ++k) {
+      const WordNetSynset& s = *split[static_cast<size_t>(k * count / keep)];
+      std::vector<int32_t> ids = tokenizer_->encode(s.definition);
+      lengths_.push_back(std::min<int64_t>(static_cast<int64_t>(ids.size()), length_));
+      ids.resize(static_cast<size_t>(lengths_.back()));
+      std::vector<int64_t> row(static_cast<size_t>(length_), SubwordTokenizer::kPad);
+      std::copy(ids.begin(), ids.end(), row.begin() + (o.pad_start ? length_ - lengths_.back() : 0));
+      tokens_.insert(tokens_.end(), row.begin(), row.end());
+      labels_.push_back(s.lexicographer_file);
+    }
+    D5_CHECK_ARG(!labels_.empty(), "wordnet-glosses: the {} split is empty (test-fraction {})", spec.split,
+                 o.test_fraction);
+  }
+
+  std::string name() const override { return "wordnet-glosses"; }
+  int64_t size() const override { return static_cast<int64_t>(labels_.size()); }
+  std::map<std::string, TensorDesc> sample_descs() const override {
+    return {{kDataInput, TensorDesc{DType::i64, Shape{length_}}}, {kDataLabels, TensorDesc{DType::i64, Shape{}}}};
+  }
+  int64_t classes() const override { return static_cast<int64_t>(wordnet_lexicographer_files().size()); }
+  int64_t vocabulary() const override { return tokenizer_->vocabulary(); }
+  int64_t label(int64_t index) const override { return labels_[checked(index)]; }
+  int64_t sample_length(int64_t index) const override { return lengths_[checked(index)]; }
+
+  Batch fetch(std::span<const int64_t> indices) const override {
+    const auto n = static_cast<int64_t>(indices.size());
+    Tensor input = Tensor::uninitialized(TensorDesc{DType::i64, Shape{n, length_}});
+    Tensor labels = Tensor::uninitialized(TensorDesc{DType::i64, Shape{n}});
+    int64_t* x = input.data_as<int64_t>();
+    int64_t* y = labels.data_as<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t k = checked(indices[static_cast<size_t>(i)]);
+      std::copy_n(tokens_.begin() + static_cast<int64_t>(k) * length_, length_, x + i * length_);
+      y[i] = labels_[k];
+    }
+    return {{kDataInput, std::move(input)}, {kDataLabels, std::move(labels)}};
+  }
+
+ private:
+  size_t checked(int64_t index) const {
+    D5_CHECK_ARG(index >= 0 && index < size(), "wordnet-glosses: sample {} is outside [0, {})", index, size());
+    return static_cast<size_t>(index);
+  }
+
+  std::unique_ptr<SubwordTokenizer> tokenizer_;
+  int64_t length_ = 0;
+  std::vector<int64_t> tokens_, lengths_, labels_;
+};
+
+}  // namespace
+
+std::unique_ptr<Dataset> open_wordnet_glosses(const DatasetSpec& spec) {
+  return std::make_unique<WordNetGlossesDataset>(spec);
+}
+
+}  // namespace d5::text
