@@ -9,13 +9,17 @@ from . import _core
 
 
 def create(name: str, batch: int = 1, classes: int = 0, input_shape: Optional[Sequence[int]] = None,
-           with_loss: bool = False, training: bool = False, seed: int = 0x5EED) -> "_core.Network":
+           with_loss: bool = False, training: bool = False, seed: int = 0x5EED,
+           vocabulary: int = 0) -> "_core.Network":
     """A zoo network (`lenet5`, `resnet18`, ...) at `batch`, with seeded parameters.
 
-    classes / input_shape 0 / None: the model's defaults. with_loss adds softmax cross-entropy
-    against a `labels` input (output `loss`); training keeps batch-norm statistics and dropout.
+    classes / input_shape / vocabulary 0 / None / 0: the model's defaults. with_loss adds softmax
+    cross-entropy against a `labels` input (output `loss`); training keeps batch-norm statistics
+    and dropout. vocabulary: the token ids a text model (`text-lstm`, `text-transformer`) reads,
+    e.g. a text dataset's `vocabulary`; other models refuse one.
     """
-    return _core._create_model(name, batch, classes, builtins.list(input_shape or []), with_loss, training, seed)
+    return _core._create_model(name, batch, classes, builtins.list(input_shape or []), with_loss, training, seed,
+                               vocabulary)
 
 
 def list() -> "builtins.list[dict]":  # noqa: A001  (the API's name)

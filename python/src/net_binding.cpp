@@ -149,8 +149,10 @@ py::dict validate(PyExecutor& e, const py::dict& feeds, const std::string& refer
 }
 
 PyNetwork create_model(const std::string& name, int64_t batch, int64_t classes,
-                       const std::vector<int64_t>& input_shape, bool with_loss, bool training, uint64_t seed) {
+                       const std::vector<int64_t>& input_shape, bool with_loss, bool training, uint64_t seed,
+                       int64_t vocabulary) {
   ModelOptions o;
+  o.vocabulary = vocabulary;
   o.batch = batch;
   o.classes = classes;
   o.input_shape = input_shape;
@@ -257,7 +259,7 @@ void bind_networks(py::module_& m) {
                              "Node -> what runs it")
       .def_property_readonly("fallbacks", [](const PyExecutor& e) { return e.ex->fallbacks(); });
   m.def("_create_model", &create_model, py::arg("name"), py::arg("batch"), py::arg("classes"), py::arg("input_shape"),
-        py::arg("with_loss"), py::arg("training"), py::arg("seed"));
+        py::arg("with_loss"), py::arg("training"), py::arg("seed"), py::arg("vocabulary") = 0);
   m.def("_list_models", [] {
     py::list l;
     for (const ZooModel& z : zoo_models()) {

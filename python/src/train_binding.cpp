@@ -254,6 +254,8 @@ void bind_training(py::module_& m) {
       .def("__len__", [](const PyDataset& d) { return d.set->size(); })
       .def_property_readonly("name", [](const PyDataset& d) { return d.set->name(); })
       .def_property_readonly("classes", [](const PyDataset& d) { return d.set->classes(); })
+      .def_property_readonly("vocabulary", [](const PyDataset& d) { return d.set->vocabulary(); },
+                             "Token ids of a text set lie in [0, vocabulary); 0 for other sets")
       .def_property_readonly("sample_descs",
                              [](const PyDataset& d) {
                                std::map<std::string, std::string> out;

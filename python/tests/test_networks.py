@@ -57,6 +57,17 @@ def test_onnx_round_trip_keeps_outputs(tmp_path):
         d5.load_onnx(tmp_path / "missing.onnx")
 
 
+def test_text_models_read_ids_of_the_vocabulary_they_are_given():
+    net = d5.models.create("text-lstm", batch=2, input_shape=[8], vocabulary=50, classes=3)
+    assert net.inputs["input"] == "i64[2, 8]"
+    ids = rng.integers(0, 50, size=(2, 8), dtype=np.int64)
+    logits = np.asarray(d5.executor(net).inference({"input": ids})["logits"])
+    assert logits.shape == (2, 3)
+    with pytest.raises(d5.InvalidArgument, match="model 'lenet5' reads float features, not token ids"):
+        d5.models.create("lenet5", vocabulary=50)
+    assert d5.dataset("synthetic", samples=4).vocabulary == 0
+
+
 def test_events_see_every_operator_and_can_stop_the_executor():
     net = d5.models.create("lenet5", batch=2, with_loss=True)
     feeds = {"input": rng.random((2, 1, 28, 28), dtype=np.float32), "labels": np.zeros(2, dtype=np.int64)}
