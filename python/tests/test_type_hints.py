@@ -1,5 +1,5 @@
-"""The type-hint file deep500/_core.pyi (a PEP 484 stub file) declares
-exactly what the extension module defines: a binding added or renamed without its declaration fails
+"""deep500/_core.pyi, the PEP 484 type hints of the extension module, declares exactly what the
+module defines: a binding added or renamed without its declaration fails
 here (checked: deleting `_optimizer_names` from the file fails the first test)."""
 import ast
 import pathlib

@@ -4,6 +4,8 @@
 #include <openssl/evp.h>
 
 #include <array>
+#include <fstream>
+#include <vector>
 
 #include "deep500/core/error.h"
 
@@ -76,6 +78,19 @@ std::string sha256_hex(std::string_view data) {
   Digest d(DigestKind::sha256);
   d.update(data);
   return d.hex_digest();
+}
+
+std::string file_hex_digest(const std::string& path, DigestKind kind) {
+  std::ifstream in(path, std::ios::binary);
+  D5_CHECK(in, IoError, "cannot open '{}' to compute its {}", path, to_string(kind));
+  Digest digest(kind);
+  std::vector<char> buffer(1 << 20);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    digest.update(buffer.data(), static_cast<size_t>(in.gcount()));
+  }
+  D5_CHECK(in.eof(), IoError, "cannot read '{}' to compute its {}", path, to_string(kind));
+  return digest.hex_digest();
 }
 
 }  // namespace d5

@@ -37,5 +37,8 @@ class Digest {
 
 std::string md5_hex(std::string_view data);
 std::string sha256_hex(std::string_view data);
+// The digest of a file's bytes, read in blocks; IoError naming the file when it cannot be opened or
+// read to its end.
+std::string file_hex_digest(const std::string& path, DigestKind kind);
 
 }  // namespace d5

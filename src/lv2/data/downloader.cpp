@@ -35,17 +35,7 @@ bool download_supported() {
 }
 
 std::string file_checksum(const std::string& path, const DownloadableFile& file) {
-  std::ifstream in(path, std::ios::binary);
-  D5_CHECK(in, IoError, "cannot open '{}' to verify it", path);
-  Digest digest(file.sha256.empty() ? DigestKind::md5 : DigestKind::sha256);
-  std::vector<char> buffer(1 << 20);
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    const auto got = static_cast<size_t>(in.gcount());
-    digest.update(buffer.data(), got);
-  }
-  D5_CHECK(in.eof(), IoError, "cannot read '{}' to verify it", path);
-  return digest.hex_digest();
+  return file_hex_digest(path, file.sha256.empty() ? DigestKind::md5 : DigestKind::sha256);
 }
 
 namespace {

@@ -43,18 +43,6 @@ uint64_t fnv1a(std::string_view s) {
   return h;
 }
 
-std::string file_sha256(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  D5_CHECK(in.good(), IoError, "cannot read '{}'", path);
-  Digest d(DigestKind::sha256);
-  std::vector<char> buf(1 << 16);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    d.update(buf.data(), static_cast<size_t>(in.gcount()));
-  }
-  return d.hex_digest();
-}
-
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   D5_CHECK(in.good(), IoError, "cannot read '{}'", path);
@@ -79,7 +67,7 @@ bool in_test_split(const WordNetSynset& s, double test_fraction) {
 std::string cached_tokenizer(const std::vector<WordNetSynset>& synsets, const GlossOptions& o,
                              const std::string& cache_dir) {
   nlohmann::json sources = nlohmann::json::object();
-  for (const auto& f : wordnet_data_files(o.wordnet_dir)) sources[fs::path(f).filename().string()] = file_sha256(f);
+  for (const auto& f : wordnet_data_files(o.wordnet_dir)) sources[fs::path(f).filename().string()] = file_hex_digest(f, DigestKind::sha256);
   const nlohmann::json options = {{"generator", kGenerator},
                                   {"vocabulary", o.vocabulary},
                                   {"test_fraction", o.test_fraction},
