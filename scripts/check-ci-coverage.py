@@ -43,8 +43,8 @@ def tests_run(log_text):
 
 
 def skipped_tests(log_text):
-    """(test, reason) for every skip in ctest's LastTest.log: a test ctest marked skipped, and a
-    gtest skip inside a test that ran as a whole binary. A whole binary's skips are read from its
+    """(test, reason) for every skip in ctest's LastTest.log: a test ctest marked skipped, a gtest
+    skip inside a test that ran as a whole binary, and a pytest skip (its -rs summary line). A whole binary's skips are read from its
     companion, <test>_skips, where it has one (tests/CMakeLists.txt), so that each counts once."""
     out = []
     sections = re.split(r"^\d+/\d+ Testing: ", log_text, flags=re.M)[1:]
@@ -57,6 +57,9 @@ def skipped_tests(log_text):
         lines = body.split("\n")
         reasons = []
         for i, line in enumerate(lines):
+            pytest_skip = re.match(r"SKIPPED \[\d+\] \S+?:\d+: (.*)$", line)  # pytest -rs
+            if pytest_skip:
+                reasons.append(pytest_skip.group(1).strip())
             if re.search(r": Skipped$", line):
                 reason = []
                 for nxt in lines[i + 1:]:

@@ -11,6 +11,9 @@ namespace d5::python {
 namespace py = pybind11;
 
 void bind_errors(py::module_& m);
+// Sets the Python exception for a C++ one (a d5 error as its deep500 class, the message kept), for
+// C callbacks that must return an error code rather than throw.
+void set_python_error(std::exception_ptr p);
 void bind_tensor(py::module_& m);
 void bind_ops(py::module_& m);
 void bind_stats(py::module_& m);

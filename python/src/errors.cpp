@@ -10,6 +10,9 @@ namespace d5::python {
 
 namespace {
 
+// Set once by bind_errors: raises a d5 error as its Python exception, rethrows anything else.
+void (*raise_python_error)(std::exception_ptr) = nullptr;
+
 PyObject* new_exception(py::module_& m, const char* name, std::initializer_list<PyObject*> bases, const char* doc) {
   py::tuple t(bases.size());
   size_t i = 0;
@@ -34,7 +37,7 @@ void bind_errors(py::module_& m) {
   static PyObject* format = new_exception(m, "FormatError", {error, PyExc_ValueError}, "A malformed file or text.");
   static PyObject* io = new_exception(m, "IoError", {error, PyExc_OSError}, "A file or device that cannot be used.");
   static PyObject* internal = new_exception(m, "InternalError", {error}, "A bug in deep500: please report it.");
-  py::register_exception_translator([](std::exception_ptr p) {
+  raise_python_error = [](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const NotBuilt& e) {
@@ -52,7 +55,22 @@ void bind_errors(py::module_& m) {
     } catch (const Error& e) {
       PyErr_SetString(error, e.what());
     }
-  });
+  };
+  py::register_exception_translator([](std::exception_ptr p) { raise_python_error(p); });
+}
+
+void set_python_error(std::exception_ptr p) {
+  try {
+    if (raise_python_error) {
+      raise_python_error(p);
+      return;
+    }
+    std::rethrow_exception(p);
+  } catch (const std::exception& e) {  // not one of deep500's errors: pybind11's own or the library's
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "an unknown C++ exception");
+  }
 }
 
 }  // namespace d5::python

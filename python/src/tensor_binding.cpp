@@ -2,6 +2,8 @@
 // protocol both ways). A NumPy array becomes a view of its memory (Tensor::view; adopting would
 // ask d5's 64-byte alignment, which NumPy does not promise) held alive by the d5.Tensor; a d5
 // tensor is exported as a buffer whose owner is the d5.Tensor, so numpy.asarray(t) shares it.
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "bindings.h"
@@ -72,6 +74,40 @@ py::list int_list(const std::vector<int64_t>& v) {
   return l;
 }
 
+// The buffer protocol's entry point for d5.Tensor, in place of pybind11's (2.10), which lets an
+// exception of the exporting function escape into the interpreter, where it aborts the process: a
+// tensor NumPy cannot read (on a GPU, bfloat16) must raise the d5 error instead. The view is
+// filled as pybind11 fills it, so that its release hook frees it.
+extern "C" int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
+  if (view == nullptr) {
+    PyErr_SetString(PyExc_BufferError, "d5.Tensor: no buffer view to fill");
+    return -1;
+  }
+  std::memset(view, 0, sizeof(Py_buffer));
+  try {
+    auto* info = new py::buffer_info(export_buffer(py::handle(obj).cast<PyTensor&>()));
+    view->obj = obj;
+    view->internal = info;
+    view->buf = info->ptr;
+    view->itemsize = info->itemsize;
+    view->len = info->itemsize * info->size;
+    view->readonly = info->readonly ? 1 : 0;
+    view->ndim = 1;
+    if ((flags & PyBUF_FORMAT) == PyBUF_FORMAT) view->format = const_cast<char*>(info->format.c_str());
+    if ((flags & PyBUF_STRIDES) == PyBUF_STRIDES) {
+      view->ndim = static_cast<int>(info->ndim);
+      view->strides = info->strides.data();
+      view->shape = info->shape.data();
+    }
+    Py_INCREF(obj);
+    return 0;
+  } catch (...) {
+    view->obj = nullptr;
+    set_python_error(std::current_exception());
+    return -1;
+  }
+}
+
 }  // namespace
 
 Tensor to_tensor(const py::handle& obj, const char* kind, int64_t index) {
@@ -98,7 +134,7 @@ Tensor to_tensor(const py::handle& obj, const char* kind, int64_t index) {
 Tensor to_tensor(const py::handle& obj, const std::string& what) { return to_tensor(obj, what.c_str(), -1); }
 
 void bind_tensor(py::module_& m) {
-  py::class_<PyTensor>(m, "Tensor", py::buffer_protocol(), R"doc(
+  auto cls = py::class_<PyTensor>(m, "Tensor", py::buffer_protocol(), R"doc(
 A d5 tensor. numpy.asarray(t) shares its memory (no copy); d5.tensor(array) makes one that shares
 the array's memory. Element types: float32, float64, float16, int8/16/32/64, uint8, bool.)doc")
       .def_buffer(&export_buffer)
@@ -108,9 +144,20 @@ the array's memory. Element types: float32, float64, float16, int8/16/32/64, uin
       .def_property_readonly("shares_memory_with_python",
                              [](const PyTensor& t) { return !t.base.is_none(); },
                              "True when the memory belongs to a Python object (the array it was made from)")
+      // NumPy reads through the buffer protocol and, when that fails, quietly wraps the object in
+      // an array of dtype object; it asks __array__ before that, which raises the reason instead.
+      .def("__array__",
+           [](py::object self, py::args, py::kwargs) {
+             export_buffer(self.cast<PyTensor&>());  // throws for what NumPy cannot read
+             return py::module_::import("numpy").attr("asarray")(py::memoryview(self));
+           },
+           "The array sharing this tensor's memory; d5.InvalidArgument saying why when NumPy cannot read it")
       .def("__repr__", [](const PyTensor& t) {
         return fmt::format("d5.Tensor({} on {})", t.tensor.desc().to_string(), t.tensor.device().to_string());
       });
+  // pybind11 made d5.Tensor a heap type whose buffer slots it set (def_buffer); only the export changes.
+  reinterpret_cast<PyHeapTypeObject*>(cls.ptr())->as_buffer.bf_getbuffer = &tensor_getbuffer;
+  PyType_Modified(reinterpret_cast<PyTypeObject*>(cls.ptr()));
   m.def(
       "_tensor",
       [](const py::object& array) {

@@ -1,4 +1,6 @@
 """d5.Tensor and d5.tensor(): memory shared with NumPy and PyTorch, both ways, no copy."""
+import ctypes
+
 import numpy as np
 import pytest
 import torch
@@ -70,6 +72,50 @@ def test_torch_reads_a_d5_tensor_through_dlpack_without_a_copy():
     import gc
     gc.collect()
     assert t.sum().item() == sum(range(11)) - 5  # the capsule kept d5's memory alive
+
+
+def _capsule_on_cuda(host_buffer):
+    """A DLPack capsule saying that `host_buffer` (f32[4]) lives on CUDA device 0: what a GPU
+    tensor's capsule looks like, made by hand so that no GPU is needed. Nothing reads its memory."""
+    class Device(ctypes.Structure):
+        _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+    class DataType(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+    class DLTensor(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("device", Device), ("ndim", ctypes.c_int32), ("dtype", DataType),
+                    ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.c_void_p),
+                    ("byte_offset", ctypes.c_uint64)]
+
+    class Managed(ctypes.Structure):
+        _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+    shape = (ctypes.c_int64 * 1)(4)
+    managed = Managed(DLTensor(host_buffer.ctypes.data, Device(2, 0), 1, DataType(2, 32, 1), shape, None, 0),
+                      None, None)
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype = ctypes.py_object
+    new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    return new_capsule(ctypes.addressof(managed), b"dltensor", None), (managed, shape)
+
+
+def test_numpy_is_refused_a_tensor_on_a_gpu_with_an_error_not_an_abort():
+    host = np.zeros(4, dtype=np.float32)
+    capsule, keep = _capsule_on_cuda(host)
+    t = d5.from_dlpack(capsule)
+    assert t.device == "cuda:0" and t.shape == (4,)
+    assert t.__dlpack_device__() == (2, 0)
+    # NumPy asks through the buffer protocol, where an escaping C++ exception would abort Python.
+    with pytest.raises(d5.InvalidArgument, match="lives on cuda:0: copy it to the host"):
+        np.asarray(t)
+    with pytest.raises(d5.InvalidArgument, match="lives on cuda:0"):
+        memoryview(t)
+    del t, capsule, keep
+    # So is a host tensor of a type NumPy lacks.
+    b = d5.from_dlpack(torch.zeros(3, dtype=torch.bfloat16))
+    with pytest.raises(d5.InvalidArgument, match="NumPy has no bf16"):
+        np.asarray(b)
 
 
 def test_a_view_of_numpy_memory_exported_through_dlpack_keeps_the_array_alive():

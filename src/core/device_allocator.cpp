@@ -85,7 +85,9 @@ bool is_registered(DeviceKind kind) {
 }
 
 bool host_accessible(Device d) {
-  return d.kind == DeviceKind::cpu || allocator_for(d).host_accessible();
+  // Memory of a kind no allocator was registered for (a GPU tensor arriving through DLPack in a
+  // build without that backend) is nothing host code may assume it can read.
+  return d.kind == DeviceKind::cpu || (is_registered(d.kind) && allocator_for(d).host_accessible());
 }
 
 DeviceKind device_kind_named(const std::string& name) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "deep500/core/device_allocator.h"
 #include "deep500/core/error.h"
 #include "deep500/op/op_registry.h"
 #include "deep500/net/operator_executor.h"
@@ -41,9 +42,63 @@ MetricRecord record(const std::string& name, const std::string& unit, std::vecto
 
 // ---------------------------------------------------------------- breakdown
 
-void NodeTimer::before_executor(const TensorMap&) { call_start_ = wall_now_ns(); }
+// Timers per device, handed out in call order and read back in after_executor.
+struct NodeTimer::DeviceClocks {
+  struct Pool {
+    std::vector<std::unique_ptr<DeviceTimer>> timers;
+    size_t used = 0;
+    bool has_clock = true;
+  };
+  struct Pending {
+    std::pair<std::string, Pass> key;
+    DeviceTimer* timer;
+  };
+  std::vector<std::pair<Device, Pool>> pools;  // a handful of devices at most
+  std::vector<Pending> pending;
+  DeviceTimer* current = nullptr;  // the running operator's, if a device times it
+  Device current_device;
 
-bool NodeTimer::before_operator(const Node&, Pass, std::span<const Tensor>) {
+  Pool& pool(Device d) {
+    for (auto& [device, p] : pools)
+      if (device == d) return p;
+    pools.emplace_back(d, Pool{});
+    return pools.back().second;
+  }
+  // A started timer on the device of the operator's tensors, or null when they are all on the
+  // host or their device has no clock.
+  DeviceTimer* start(std::span<const Tensor> tensors) {
+    for (const auto& t : tensors) {
+      if (!t.defined() || t.device().kind == DeviceKind::cpu) continue;
+      Pool& p = pool(t.device());
+      if (!p.has_clock) return nullptr;
+      if (p.used == p.timers.size()) {
+        auto timer = allocator_for(t.device()).make_timer(t.device().index);
+        if (!timer) {
+          p.has_clock = false;
+          return nullptr;
+        }
+        p.timers.push_back(std::move(timer));
+      }
+      DeviceTimer* timer = p.timers[p.used++].get();
+      timer->start();
+      current_device = t.device();
+      return timer;
+    }
+    return nullptr;
+  }
+};
+
+NodeTimer::NodeTimer() : clocks_(std::make_unique<DeviceClocks>()) {}
+NodeTimer::~NodeTimer() = default;
+
+void NodeTimer::before_executor(const TensorMap&) {
+  for (auto& [device, p] : clocks_->pools) p.used = 0;
+  clocks_->pending.clear();
+  call_start_ = wall_now_ns();
+}
+
+bool NodeTimer::before_operator(const Node&, Pass, std::span<const Tensor> in) {
+  clocks_->current = clocks_->start(in);
   op_start_ = wall_now_ns();
   return true;
 }
@@ -53,21 +108,36 @@ bool NodeTimer::after_operator(const Node& node, Pass pass, std::span<const Tens
   auto key = std::make_pair(node.name, pass);
   auto it = samples_.find(key);
   if (it == samples_.end()) {
-    it = samples_.emplace(key, NodeSamples{node.op_type, {}}).first;
+    it = samples_.emplace(key, NodeSamples{node.op_type, {}, "host"}).first;
     order_.push_back(key);
+  }
+  if (DeviceTimer* timer = clocks_->current) {
+    timer->stop();
+    clocks_->pending.push_back({key, timer});
+    clocks_->current = nullptr;
+    it->second.clock = clocks_->current_device.to_string();
+    return true;
   }
   it->second.seconds.push_back(s);
   return true;
 }
 
 void NodeTimer::after_executor(const TensorMap&) {
+  // A call may return while work it queued still runs (a training step's backward pass, after the
+  // outputs went to the host): the call's time ends when the devices it used are done with it, so
+  // that the rows, each timed by its device, add up within it.
+  for (const auto& [device, p] : clocks_->pools)
+    if (p.used > 0) allocator_for(device).synchronize(device.index);
   calls_.push_back(static_cast<double>(wall_now_ns() - call_start_) * 1e-9);
+  for (const auto& p : clocks_->pending) samples_.at(p.key).seconds.push_back(p.timer->seconds());
+  clocks_->pending.clear();
 }
 
 void NodeTimer::reset() {
   samples_.clear();
   order_.clear();
   calls_.clear();
+  clocks_->pending.clear();
 }
 
 Breakdown breakdown(const NodeTimer& timer, const std::map<std::string, std::string>& implementations) {
@@ -87,6 +157,8 @@ Breakdown breakdown(const NodeTimer& timer, const std::map<std::string, std::str
       BreakdownRow row;
       row.name = key.first;
       row.op_type = s.op_type;
+      row.clock = s.clock;
+      if (s.clock != "host") ++b.device_timed_nodes;
       auto impl = implementations.find(key.first);
       if (impl != implementations.end()) row.implementation = impl->second;
       row.pass = pass;
@@ -127,6 +199,7 @@ nlohmann::json to_json(const Breakdown& b) {
       if (per_node) {
         j["node"] = r.name;
         j["implementation"] = r.implementation;
+        j["clock"] = r.clock;
       } else {
         j["nodes"] = r.nodes;
       }
@@ -139,6 +212,7 @@ nlohmann::json to_json(const Breakdown& b) {
           {"executor_median_seconds", b.executor_median_seconds},
           {"operator_seconds", b.operator_seconds},
           {"outside_operators_percent", b.outside_percent},
+          {"device_timed_nodes", b.device_timed_nodes},
           {"nodes", rows(b.nodes, true)},
           {"op_types", rows(b.op_types, false)}};
 }
@@ -151,6 +225,7 @@ Breakdown breakdown_from_json(const nlohmann::json& j) {
     b.executor_median_seconds = j.at("executor_median_seconds");
     b.operator_seconds = j.at("operator_seconds");
     b.outside_percent = j.at("outside_operators_percent");
+    b.device_timed_nodes = j.value("device_timed_nodes", int64_t{0});
     auto rows = [](const nlohmann::json& a, bool per_node) {
       std::vector<BreakdownRow> v;
       for (const auto& r : a) {
@@ -163,6 +238,7 @@ Breakdown breakdown_from_json(const nlohmann::json& j) {
         if (per_node) {
           row.name = r.at("node");
           row.implementation = r.at("implementation");
+          row.clock = r.value("clock", "host");  // results written before device clocks
         } else {
           row.name = row.op_type;
           row.nodes = r.at("nodes");
@@ -183,15 +259,20 @@ std::string format_breakdown(const Breakdown& b, size_t max_rows) {
   std::string s = fmt::format("time per call {} (mean of {} calls; median {}); {:.1f}% outside operators\n",
                               format_seconds(b.executor_seconds), b.calls,
                               format_seconds(b.executor_median_seconds), b.outside_percent);
+  const bool clocks = b.device_timed_nodes > 0;
+  if (clocks)
+    s += fmt::format("  {} of {} rows timed by their device's clock (column 'clock'), the others by the host's\n",
+                     b.device_timed_nodes, b.nodes.size());
   std::vector<BreakdownRow> top = b.nodes;
   std::stable_sort(top.begin(), top.end(),
                    [](const BreakdownRow& x, const BreakdownRow& y) { return x.seconds > y.seconds; });
   if (top.size() > max_rows) top.resize(max_rows);
-  s += fmt::format("  {:<28} {:<22} {:<8} {:>10} {:>7}  {}\n", "node", "op", "pass", "time", "%",
-                   "implementation");
+  s += fmt::format("  {:<28} {:<22} {:<8} {}{:>10} {:>7}  {}\n", "node", "op", "pass",
+                   clocks ? fmt::format("{:<8} ", "clock") : "", "time", "%", "implementation");
   for (const auto& r : top)
-    s += fmt::format("  {:<28} {:<22} {:<8} {:>10} {:>6.1f}%  {}\n", r.name, r.op_type, pass_name(r.pass),
-                     format_seconds(r.seconds), r.percent, r.implementation);
+    s += fmt::format("  {:<28} {:<22} {:<8} {}{:>10} {:>6.1f}%  {}\n", r.name, r.op_type, pass_name(r.pass),
+                     clocks ? fmt::format("{:<8} ", r.clock) : "", format_seconds(r.seconds), r.percent,
+                     r.implementation);
   if (b.nodes.size() > top.size()) s += fmt::format("  ... {} more nodes\n", b.nodes.size() - top.size());
   s += fmt::format("  {:<22} {:<8} {:>6} {:>10} {:>7}\n", "op type", "pass", "nodes", "time", "%");
   for (const auto& r : b.op_types)

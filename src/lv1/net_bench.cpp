@@ -9,6 +9,7 @@
 
 #include "deep500/core/backend.h"
 #include "deep500/core/build_info.h"
+#include "deep500/core/device_allocator.h"
 #include "deep500/core/error.h"
 #include "deep500/net/executor_metrics.h"
 #include "deep500/net/executor_validation.h"
@@ -44,14 +45,29 @@ MetricRecord single(const std::string& name, const std::string& unit, int64_t va
   return r;
 }
 
+// The devices other than the host that an operator executor runs nodes on (none for others).
+std::vector<Device> devices_of(GraphExecutor& ex, const std::string& loss) {
+  std::vector<Device> devices;
+  auto* op_ex = dynamic_cast<OperatorExecutor*>(&ex);
+  if (!op_ex) return devices;
+  for (const auto& n : op_ex->layouts(loss)) {
+    const Device d = parse_device(n.device);
+    if (!(d == Device::cpu()) && std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+  }
+  return devices;
+}
+
 // Where tensors travel in a backend's own layout, and the reorders each forward call runs.
 nlohmann::json layouts_json(OperatorExecutor& ex, const std::string& loss, bool native_layouts) {
   nlohmann::json nodes = nlohmann::json::array();
   int64_t reorders = 0, native = 0;
   for (const auto& n : ex.layouts(loss)) {
     reorders += n.reorders.inputs + n.reorders.outputs;
-    native += std::count_if(n.outputs.begin(), n.outputs.end(),
-                            [](const std::string& l) { return !l.empty() && l != "plain"; });
+    // A layout on another device reads "cuda:0/plain": the device says where, not how.
+    native += std::count_if(n.outputs.begin(), n.outputs.end(), [](const std::string& l) {
+      const std::string layout = l.substr(l.find('/') == std::string::npos ? 0 : l.find('/') + 1);
+      return !layout.empty() && layout != "plain";
+    });
     nodes.push_back({{"node", n.node},
                      {"inputs", n.inputs},
                      {"outputs", n.outputs},
@@ -155,7 +171,10 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
 
   auto step = [&] { return loss.empty() ? ex->inference(feeds) : ex->inference_and_backprop(feeds, loss); };
   const auto lt = measure_latency(*ex, feeds, batch, loss, o.run);
-  // One more call under the process high-water mark, so that measuring it costs no timed call.
+  // One more call under the process's and the devices' high-water marks, so that measuring them
+  // costs no timed call; it is a steady-state call, whose copies between devices are counted.
+  const std::vector<Device> devices = devices_of(*ex, loss);
+  for (const Device d : devices) allocator_for(d).reset_peak(d.index);
   PeakRss rss;
   rss.begin();
   step();
@@ -166,6 +185,15 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
       lt.latency, lt.throughput,
       single("peak_tensor_bytes", "bytes", mem.peak_tensor_bytes, "the executor does not account tensors"),
       rss.result()};
+  if (dynamic_cast<OperatorExecutor*>(ex.get())) {
+    c.metrics.push_back(single("transfers", "copies", mem.transfers, ""));
+    c.metrics.push_back(single("transfer_bytes", "bytes", mem.transfer_bytes, ""));
+  }
+  for (const Device d : devices) {
+    MetricRecord peak = single("device_peak_bytes", "bytes", allocator_for(d).stats(d.index).peak_bytes, "");
+    peak.info = {{"device", d.to_string()}};
+    c.metrics.push_back(std::move(peak));
+  }
   if (o.breakdown) {
     auto timer = std::make_shared<NodeTimer>();
     ex->add_event(timer);

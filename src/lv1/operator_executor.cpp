@@ -265,19 +265,29 @@ void plan_lifetimes(std::vector<Step>& steps, const std::vector<Slot>& slots, co
 
 }  // namespace
 
-// A parameter whose readers all run on one device other than the host lives there
-// (OperatorExecutorOptions::resident_parameters).
+// A parameter or constant whose readers all run on one device other than the host lives there
+// (OperatorExecutorOptions::resident_parameters): a parameter from its first call on, a constant
+// (a batch normalization's running statistics, a folded value) from the plan on, copied once.
 void OperatorExecutor::place_parameters(Plan& p) const {
   std::vector<std::optional<Device>> device(p.slots.size());
   std::vector<bool> mixed(p.slots.size(), false);
   for (const Step& st : p.steps)
     for (int s : st.in) {
-      if (s < 0 || p.slots[s].kind != SlotKind::Param) continue;
+      if (s < 0 || (p.slots[s].kind != SlotKind::Param && p.slots[s].kind != SlotKind::Constant)) continue;
       if (device[s] && !(*device[s] == st.device)) mixed[s] = true;
       device[s] = st.device;
     }
+  auto home = [&](int id) -> std::optional<Device> {
+    if (device[id] && !mixed[id] && !(*device[id] == Device::cpu())) return device[id];
+    return std::nullopt;
+  };
   for (const auto& [name, id] : p.params)
-    if (device[id] && !mixed[id] && !(*device[id] == Device::cpu())) p.placements[id].device = *device[id];
+    if (auto d = home(id)) p.placements[id].device = *d;
+  for (auto& [id, value] : p.constants)
+    if (auto d = home(id)) {
+      p.placements[id].device = *d;
+      value = value.to(*d);
+    }
 }
 
 OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) const {

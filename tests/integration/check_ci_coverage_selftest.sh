@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/check-ci-coverage.py against fixtures: it passes a complete build whose only skips are
 # allowed, and fails, naming each, a build that left a backend or an area out and a run with a
-# skip inside a whole-binary test or a shell test's skip code.
+# skip inside a whole-binary test, a shell test's skip code or a pytest skip.
 set -u
 SRC=$1
 CHECK="python3 $SRC/scripts/check-ci-coverage.py /nonexistent --allowed $SRC/.ci/allowed-skips"
@@ -11,12 +11,13 @@ fail() { echo "FAIL: $*"; status=1; }
 
 out=$($CHECK --info $F/info_complete.json --log $F/allowed_skips.log --nvcc /nonexistent 2>&1) ||
   fail "a complete build with allowed skips was refused: $out"
-echo "$out" | grep -q "1 skip(s), all allowed" || fail "the allowed skip was not counted: $out"
+echo "$out" | grep -q "2 skip(s), all allowed" || fail "the allowed skips (gtest, pytest) were not counted: $out"
 
 out=$($CHECK --info $F/info_reduced.json --log $F/hidden_skip.log --nvcc /nonexistent 2>&1) &&
   fail "a reduced build with hidden skips passed: $out"
 for want in "backend 'torch' was not built" "yaml-cpp" "skipped in CI: d5_test_lv2_optim: no MNIST at /shared/data/mnist" \
             "skipped in CI: cli_shell_case: (skipped without a gtest reason)" \
+            "skipped in CI: python_package_gpu: could not import 'torch': No module named 'torch'" \
             "the Python package deep500 (Debian pybind11-dev, python3-dev, python3-pytest) was not tested"; do
   echo "$out" | grep -qF "$want" || fail "not reported: $want; got: $out"
 done

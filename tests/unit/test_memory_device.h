@@ -7,12 +7,31 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <stdexcept>
 #include <memory>
 #include <string>
 
 #include "deep500/core/device_allocator.h"
 
 namespace d5::test {
+
+class FixedTimer final : public DeviceTimer {
+ public:
+  explicit FixedTimer(double seconds) : seconds_(seconds) {}
+  void start() override { state_ = 1; }
+  void stop() override {
+    if (state_ != 1) throw std::logic_error("FixedTimer stopped before it was started");
+    state_ = 2;
+  }
+  double seconds() override {
+    if (state_ != 2) throw std::logic_error("FixedTimer read before it was stopped");
+    return seconds_;
+  }
+
+ private:
+  double seconds_;
+  int state_ = 0;
+};
 
 class TestMemoryAllocator : public CachingDeviceAllocator {
  public:
@@ -29,7 +48,17 @@ class TestMemoryAllocator : public CachingDeviceAllocator {
     std::memcpy(device, host, bytes);
     ++copies_from_host;
   }
-  int raw_allocations = 0, copies_to_host = 0, copies_from_host = 0;
+  void synchronize(int32_t) override { ++synchronizations; }
+  int raw_allocations = 0, copies_to_host = 0, copies_from_host = 0, synchronizations = 0;
+  // A device clock for the tests that set one (0: none, as the host has none): every timing
+  // reads exactly timer_seconds, and reading one that was not started and stopped fails the test.
+  double timer_seconds = 0;
+  int timers_made = 0;
+  std::unique_ptr<DeviceTimer> make_timer(int32_t) override {
+    if (timer_seconds <= 0) return nullptr;
+    ++timers_made;
+    return std::make_unique<FixedTimer>(timer_seconds);
+  }
   // Bytes the "device" has: a raw allocation beyond it fails as a full GPU's would.
   size_t capacity = SIZE_MAX, raw_bytes = 0;
 

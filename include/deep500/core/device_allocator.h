@@ -78,7 +78,7 @@ DeviceKind register_device_kind(std::shared_ptr<DeviceAllocator> allocator);
 // The allocator of d's kind; InvalidArgument naming the known kinds when none is registered.
 DeviceAllocator& allocator_for(Device d);
 bool is_registered(DeviceKind kind);
-bool host_accessible(Device d);
+bool host_accessible(Device d);  // false for a kind nothing registered
 // The kind named `name` ("cpu", "cuda"), or InvalidArgument naming the known kinds.
 DeviceKind device_kind_named(const std::string& name);
 // "cpu", "cuda:1", "testmem:0" into a Device (the index defaults to 0).

@@ -17,10 +17,16 @@
 
 namespace d5 {
 
-// An event that times every operator call (wall clock, between before_operator and
-// after_operator) and every executor call. Attach it, run, then ask breakdown().
+// An event that times every operator call and every executor call (wall clock). Attach it, run,
+// then ask breakdown(). An operator whose tensors live on a device with a clock of its own (a GPU)
+// is timed by that clock: its work is queued, so the host's time between before_operator and
+// after_operator would be the launch alone. The device's timers are read once the executor call
+// ends, so timing adds no synchronisation inside a call; at its end the devices it used are
+// synchronised, so that the call's time covers the work it queued.
 class NodeTimer : public ExecutorEvent {
  public:
+  NodeTimer();
+  ~NodeTimer() override;
   void before_executor(const TensorMap&) override;
   bool before_operator(const Node& node, Pass pass, std::span<const Tensor>) override;
   bool after_operator(const Node& node, Pass pass, std::span<const Tensor>) override;
@@ -29,6 +35,7 @@ class NodeTimer : public ExecutorEvent {
   struct NodeSamples {
     std::string op_type;
     std::vector<double> seconds;  // one per call
+    std::string clock = "host";   // "host" (wall clock), or the device whose clock timed it ("cuda:0")
   };
   // (node, pass) -> samples; first-seen order is kept in order().
   const std::map<std::pair<std::string, Pass>, NodeSamples>& samples() const { return samples_; }
@@ -41,12 +48,15 @@ class NodeTimer : public ExecutorEvent {
   std::vector<std::pair<std::string, Pass>> order_;
   std::vector<double> calls_;
   int64_t call_start_ = 0, op_start_ = 0;
+  struct DeviceClocks;  // the device timers of one call, reused by the next
+  std::unique_ptr<DeviceClocks> clocks_;
 };
 
 struct BreakdownRow {
   std::string name;  // node name, or op type in the per-type table
   std::string op_type;
   std::string implementation;  // per node; "" per type
+  std::string clock = "host";  // per node: what timed it (NodeTimer::NodeSamples::clock)
   Pass pass = Pass::forward;
   int64_t nodes = 1;   // nodes of this type (per-type rows)
   // Mean per executor call: total time over the calls, so that rows and the time outside
@@ -66,6 +76,7 @@ struct Breakdown {
   double outside_percent = 0;
   std::vector<BreakdownRow> nodes;     // in execution order (forward, then backward)
   std::vector<BreakdownRow> op_types;  // sorted by time, largest first
+  int64_t device_timed_nodes = 0;      // rows timed by a device's clock rather than the host's
 };
 // implementations: GraphExecutor::implementations(), for the per-node column. InvalidArgument
 // when the timer recorded nothing.

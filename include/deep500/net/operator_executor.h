@@ -47,6 +47,8 @@ struct OperatorExecutorOptions {
   // call and stays: the network then holds it on that device, its gradient is summed and
   // published there, and an optimizer updates it there (optimizers.md#on-a-device). Steady-state
   // steps then copy only the feeds that arrive from the host and the outputs the caller reads.
+  // Constants read only on such a device (running statistics, folded values) are copied there
+  // once, when the plan is made.
   // Off: parameters and gradients live on the host and cross to the device every call.
   bool resident_parameters = false;
 };

@@ -27,6 +27,8 @@ TEST(DeviceAllocator, TestDeviceParsesPrintsAndRefusesUnknownKinds) {
   EXPECT_EQ(parse_device("testmem:1"), d);
   EXPECT_EQ(parse_device("testmem").index, 0);
   EXPECT_FALSE(host_accessible(d));
+  // A kind nothing registered (a GPU tensor from DLPack in a build without that backend).
+  EXPECT_FALSE(host_accessible(Device{static_cast<DeviceKind>(57), 0}));
   try {
     parse_device("tpu:0");
     FAIL() << "an unknown kind was accepted";

@@ -9,6 +9,8 @@
 #include "deep500/core/backend.h"
 #include "deep500/op/op_registry.h"
 #include "deep500/op/validation.h"
+#include "deep500/net/executor_metrics.h"
+#include "deep500/net/net_bench.h"
 #include "deep500/net/operator_executor.h"
 #include "../backends/backend_test_util.h"
 #include "../test_memory_device.h"
@@ -207,6 +209,108 @@ TEST_F(ExecutorDevices, ResidentParametersMoveOnceAndOnlyBoundaryValuesCrossAfte
   visiting.inference_and_backprop(feeds, "loss_value");
   visiting.inference_and_backprop(feeds, "loss_value");
   EXPECT_EQ(visiting.memory().transfers, 1 + 4 + 1 + 1 + 4);
+}
+
+// Operators on a device with a clock are timed by it, read back after the call; the others by the
+// host's. The test device's clock reads 1000 s per timing, which no host timing of this network
+// comes near.
+TEST_F(ExecutorDevices, TheBreakdownTimesDeviceOperatorsWithTheDeviceClock) {
+  auto alloc = test::test_memory_allocator();
+  alloc->timer_seconds = 1000;
+  alloc->timers_made = 0;
+  Network net = test::mlp(4, 6, 8, 3);
+  const auto feeds = test::feeds_for(net, 3);
+  OperatorExecutor ex = on_two_devices(net, true);
+  auto timer = std::make_shared<NodeTimer>();
+  ex.add_event(timer);
+  ex.inference_and_backprop(feeds, "loss_value");
+  ex.remove_event(timer);
+  const int before = alloc->synchronizations;
+  ex.inference_and_backprop(feeds, "loss_value");
+  const int untimed = alloc->synchronizations - before;  // the executor's own (its copies wait)
+  ex.add_event(timer);
+  for (int call = 1; call < 3; ++call) ex.inference_and_backprop(feeds, "loss_value");
+  // The end of each timed call waits for the device's work, so that it contains the device's rows.
+  EXPECT_EQ(alloc->synchronizations - before - untimed, 2 * (untimed + 1));
+  alloc->timer_seconds = 0;
+  const Breakdown b = breakdown(*timer, ex.implementations());
+  int64_t device_rows = 0;
+  for (const auto& row : b.nodes) {
+    const bool on_device = row.op_type == "Gemm" || row.op_type == "Relu";
+    EXPECT_EQ(row.clock, on_device ? "testmem:0" : "host") << row.name;
+    if (on_device) {
+      ++device_rows;
+      EXPECT_EQ(row.seconds, 1000) << row.name;
+      EXPECT_EQ(row.median_seconds, 1000) << row.name;
+    } else {
+      EXPECT_LT(row.seconds, 1000) << row.name;
+    }
+  }
+  EXPECT_EQ(device_rows, 6);  // fc1, relu, fc2, each in both passes
+  EXPECT_EQ(b.device_timed_nodes, device_rows);
+  EXPECT_EQ(alloc->timers_made, device_rows) << "timers are reused from call to call";
+  const Breakdown back = breakdown_from_json(to_json(b));
+  EXPECT_EQ(back.device_timed_nodes, device_rows);
+  EXPECT_EQ(back.nodes.front().clock, "testmem:0");
+  EXPECT_NE(format_breakdown(b).find("6 of " + std::to_string(b.nodes.size()) + " rows timed by their device's clock"),
+            std::string::npos);
+}
+
+// d5 net on a device: the copies of a steady-state call and the device's high-water mark over one
+// call are metrics of the case.
+TEST_F(ExecutorDevices, NetBenchCountsSteadyStateCopiesAndTheDevicePeak) {
+  register_executor("testdev", [](Network& net, const ExecutorOptions&) -> std::unique_ptr<GraphExecutor> {
+    OperatorExecutorOptions o;
+    o.resident_parameters = true;
+    return std::make_unique<OperatorExecutor>(net, "testdev", std::vector<std::string>{"testdev", "reference"}, o);
+  });
+  Network net = test::mlp(4, 6, 8, 3);
+  NetBenchOptions o;
+  o.backends = {"testdev"};
+  o.mode = NetMode::TrainStep;
+  o.loss = "loss_value";
+  o.run.min_runs = 3;
+  o.run.max_runs = 5;
+  const auto cases = bench_network(net, o);
+  ASSERT_EQ(cases.size(), 1u);
+  ASSERT_EQ(cases[0].state, CaseState::Passed) << cases[0].detail;
+  auto metric = [&](const std::string& name) -> const MetricRecord& {
+    for (const auto& m : cases[0].metrics)
+      if (m.name == name) return m;
+    throw std::runtime_error("no metric " + name);
+  };
+  // Tensors on the device in the plain layout ("testmem:0/plain") are not in a native layout.
+  EXPECT_EQ(cases[0].extra["layouts"]["native_tensors"], 0);
+  // x to the device, the logits back, their gradient to the device: 4x6 + 4x3 + 4x3 floats.
+  EXPECT_EQ(metric("transfers").samples, std::vector<double>{3});
+  EXPECT_EQ(metric("transfer_bytes").samples, std::vector<double>{4 * (24 + 12 + 12)});
+  // At least the four resident parameters and their gradients, each in a block of 512 bytes or more.
+  const MetricRecord& peak = metric("device_peak_bytes");
+  EXPECT_EQ(peak.info["device"], "testmem:0");
+  EXPECT_GE(peak.samples.at(0), 8 * 512);
+  EXPECT_LE(peak.samples.at(0), static_cast<double>(test::test_memory_allocator()->stats(0).reserved_bytes));
+}
+
+// A constant read only on the device (as batch normalization's running statistics are) is copied
+// there once, with the plan; steady-state calls copy only the feed in and the output out.
+TEST_F(ExecutorDevices, ResidentConstantsAreCopiedOnceWithThePlan) {
+  Network net("constant");
+  net.add_input("x", TensorDesc{DType::f32, Shape{4}});
+  net.feed_tensor("c", Tensor::from_values<float>(Shape{4}, {1.0f, -2.0f, 0.5f, 4.0f}));
+  net.add_node({"add", "Add", "", {}, {"x", "c"}, {"y"}});
+  net.add_output("y");
+  const std::map<std::string, Tensor> feeds = {{"x", Tensor::from_values<float>(Shape{4}, {1.0f, 1.0f, 1.0f, 1.0f})}};
+  OperatorExecutor visiting = on_two_devices(net);
+  EXPECT_EQ(visiting.layouts()[0].transfers, 2);  // x and c
+  OperatorExecutor ex = on_two_devices(net, true);
+  EXPECT_EQ(ex.layouts()[0].transfers, 1);  // x
+  for (int call = 0; call < 2; ++call) {
+    const auto out = ex.inference(feeds);
+    EXPECT_EQ(ex.memory().transfers, 2) << "call " << call;  // x in, y out
+    expect_equal(out.at("y"), Tensor::from_values<float>(Shape{4}, {2.0f, -1.0f, 1.5f, 5.0f}), "y");
+  }
+  visiting.inference(feeds);
+  EXPECT_EQ(visiting.memory().transfers, 3);
 }
 
 // An optimizer then updates the parameters where they live: training on the two devices equals

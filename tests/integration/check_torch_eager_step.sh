@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# bench/torch_eager_step.py end to end on the CPU (LeNet-5, two short rounds): both sides run, the
+# PyTorch model is d5's (its parameter count is checked), the result file holds each round's
+# times and ratio; a d5 failure is reported, not averaged. Its figures are not judged here.
+set -u
+PY=$1 SRC=$2 D5=$3
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+
+"$PY" "$SRC/bench/torch_eager_step.py" "$D5" --model lenet5 --batch 4 --device cpu --backend reference \
+  --rounds 2 --steps 3 --threads 1 -o "$out/r.json" > "$out/log" 2>&1 || fail "the benchmark failed: $(cat "$out/log")"
+"$PY" - "$out/r.json" <<'PYEOF' || fail "result file"
+import json, math, sys
+r = json.load(open(sys.argv[1]))
+assert r["parameters"] == 61706 and r["d5_backend"] == "reference" and r["rounds"] == 2, r
+assert len(r["d5_step_seconds"]) == len(r["eager_step_seconds"]) == len(r["ratio"]) == 2, r
+for d, e, q in zip(r["d5_step_seconds"], r["eager_step_seconds"], r["ratio"]):
+    assert d > 0 and e > 0 and math.isclose(q, e / d), (d, e, q)
+assert r["ratio_ci95"] is None and "too few" in r["ratio_ci_reason"], r
+PYEOF
+grep -q "throughput / PyTorch eager's" "$out/log" || fail "no summary line: $(cat "$out/log")"
+
+"$PY" "$SRC/bench/torch_eager_step.py" "$D5" --model lenet5 --batch 4 --device cpu --backend no-such-backend \
+  --rounds 1 --steps 2 > "$out/bad" 2>&1 && fail "an unknown d5 backend passed"
+grep -q "d5 failed" "$out/bad" || fail "the d5 failure was not named: $(cat "$out/bad")"
+
+[ $status -eq 0 ] && echo "torch_eager_step runs both sides and records each round"
+exit $status
