@@ -15,13 +15,15 @@ def create(name: str, batch: int = 1, classes: int = 0, input_shape: Optional[Se
 
     classes / input_shape / vocabulary 0 / None / 0: the model's defaults. with_loss adds softmax
     cross-entropy against a `labels` input (output `loss`); training keeps batch-norm statistics
-    and dropout. vocabulary: the token ids a text model (`text-lstm`, `text-transformer`) reads,
-    e.g. a text dataset's `vocabulary`; other models refuse one.
+    and dropout. vocabulary: the token ids a text model (`text-lstm`, `text-transformer`, the
+    language model `text-lstm-lm`, whose logits score every position) reads, e.g. a text dataset's
+    `vocabulary`; other models refuse one.
     """
     return _core._create_model(name, batch, classes, builtins.list(input_shape or []), with_loss, training, seed,
                                vocabulary)
 
 
 def list() -> "builtins.list[dict]":  # noqa: A001  (the API's name)
-    """{"name", "description", "default_input", "default_classes"} of every model."""
+    """{"name", "description", "default_input", "default_classes", "default_vocabulary",
+    "per_position"} of every model (per_position: a language model, logits for every position)."""
     return _core._list_models()

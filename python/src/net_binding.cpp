@@ -268,6 +268,8 @@ void bind_networks(py::module_& m) {
       d["description"] = z.description;
       d["default_input"] = z.default_input;
       d["default_classes"] = z.default_classes;
+      d["default_vocabulary"] = z.default_vocabulary;
+      d["per_position"] = z.per_position;
       l.append(d);
     }
     return l;

@@ -50,6 +50,7 @@ int run_list(const OutputOptions& out) {
                       {"default_input", m.default_input},
                       {"default_classes", m.default_classes},
                       {"default_vocabulary", m.default_vocabulary},
+                      {"per_position", m.per_position},
                       {"forward_gflops_batch1", gflops}});
   }
   text += "GFLOPs: one forward pass at batch 1 (a multiply-add counts 2), from the operators' flops()\n";

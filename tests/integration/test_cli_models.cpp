@@ -13,7 +13,7 @@ TEST(CliModels, ListJsonHasEveryModelWithCountsAndFlops) {
   const auto r = run_d5({"models", "list", "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["models"].size(), 21u);
+  ASSERT_EQ(j["models"].size(), 22u);
   std::map<std::string, nlohmann::json> by_name;
   for (const auto& m : j["models"]) by_name[m["name"]] = m;
   EXPECT_EQ(by_name.at("resnet18")["parameters"], 11'689'512);
@@ -23,6 +23,11 @@ TEST(CliModels, ListJsonHasEveryModelWithCountsAndFlops) {
   EXPECT_EQ(by_name.at("lstm")["default_vocabulary"], 0);
   EXPECT_EQ(by_name.at("text-lstm")["default_vocabulary"], 2000);
   EXPECT_EQ(by_name.at("text-transformer")["parameters"], 658'349);
+  // Embedding 2,000 x 64, LSTM 4x128 x (64 + 128) + 8x128, output layer 128 x 2,000 + 2,000.
+  EXPECT_EQ(by_name.at("text-lstm-lm")["parameters"], 128'000 + 99'328 + 258'000);
+  EXPECT_EQ(by_name.at("text-lstm-lm")["per_position"], true);
+  EXPECT_EQ(by_name.at("text-lstm-lm")["default_classes"], 2000);
+  EXPECT_EQ(by_name.at("text-lstm")["per_position"], false);
   // LeNet-5: 845,852 FLOPs (derived in the unit tests); JSON carries the double unrounded.
   EXPECT_DOUBLE_EQ(by_name.at("lenet5")["forward_gflops_batch1"].get<double>(), 845'852e-9);
   for (const auto& [name, m] : by_name) EXPECT_GT(m["forward_gflops_batch1"].get<double>(), 0) << name;

@@ -167,7 +167,7 @@ TEST_P(ModelsExport, PyTorchRunningTheFileAgreesWithD5) {
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ModelsExport,
                          ::testing::Values("lenet5", "mlp", "resnet20", "mobilenet_v2", "lstm",
-                                           "transformer", "text-lstm", "text-transformer"),
+                                           "transformer", "text-lstm", "text-lstm-lm", "text-transformer"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '-', '_');

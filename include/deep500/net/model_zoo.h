@@ -6,6 +6,8 @@
 // Every model reads one graph input "input" ([batch, ...input_shape], f32) and writes "logits"
 // ([batch, classes]). With with_loss it also reads "labels" ([batch], i64) and writes "loss" (a
 // scalar: SoftmaxCrossEntropyLoss with mean reduction), the tensor inference_and_backprop takes.
+// A language model (text-lstm-lm) writes logits [batch, positions, vocabulary] instead and its loss
+// reads labels [batch, positions], skipping positions labelled -100.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -41,6 +43,9 @@ struct ZooModel {
   int64_t default_classes;
   std::function<Network(const ModelOptions&)> build;  // options already resolved (no zeros)
   int64_t default_vocabulary = 0;  // > 0: the input is token ids (text models); 0: float features
+  // Scores every position over the vocabulary (a language model): logits [batch, positions,
+  // vocabulary], labels [batch, positions]; default_classes is then the vocabulary.
+  bool per_position = false;
 };
 
 // Every model, in the order `d5 models list` prints them.

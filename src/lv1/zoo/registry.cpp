@@ -52,11 +52,19 @@ Registry<ZooModel>* make_models() {
       zoo::build_lstm_classifier);
   add("transformer", "Transformer encoder: 2 layers, d_model 128, 4 heads, GELU feed-forward 512", {32, 64},
       10, zoo::build_transformer);
-  auto add_text = [&](std::string name, std::string description, std::function<Network(const ModelOptions&)> build) {
-    m->add(name, description, {name, description, {kTextLength}, kTextClasses, std::move(build), kTextVocabulary});
+  auto add_text = [&](std::string name, std::string description, std::function<Network(const ModelOptions&)> build,
+                      bool per_position = false) {
+    // A language model's classes are its pieces.
+    m->add(name, description,
+           {name, description, {kTextLength}, per_position ? kTextVocabulary : kTextClasses, std::move(build),
+            kTextVocabulary, per_position});
   };
   add_text("text-lstm", "Text LSTM: 64-wide token embedding, one 128-unit LSTM layer, Gemm on the last step",
            zoo::build_text_lstm);
+  add_text("text-lstm-lm",
+           "Text LSTM language model: 64-wide token embedding, one 128-unit LSTM layer, next-piece scores at every "
+           "step (train with --loss sequence-ce)",
+           zoo::build_text_lstm_lm, true);
   add_text("text-transformer",
            "Text Transformer: 128-wide token embedding, 2 encoder layers, 4 heads, mean pooling",
            zoo::build_text_transformer);

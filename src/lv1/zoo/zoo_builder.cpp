@@ -195,18 +195,28 @@ Value Builder::layer_norm(const Value& x, const std::string& scope) {
               Attributes{{"axis", int64_t{-1}}, {"epsilon", kNormEpsilon}});
 }
 
-Value Builder::lstm_last_hidden(const Value& x, const std::string& scope, int64_t hidden) {
-  const int64_t features = x.shape[2], batch = x.shape[1];
+void Builder::lstm_node(const Value& x, const std::string& scope, int64_t hidden, const std::string& y,
+                        const std::string& y_h) {
+  const int64_t features = x.shape[2];
   const double bound = 1 / std::sqrt(static_cast<double>(hidden));
   // ONNX packs PyTorch's weight_ih/weight_hh/bias_ih+bias_hh as W, R, B (one direction).
   std::vector<std::string> inputs = {x.name,
                                      uniform_param(scope + ".W", Shape{1, 4 * hidden, features}, bound),
                                      uniform_param(scope + ".R", Shape{1, 4 * hidden, hidden}, bound),
                                      uniform_param(scope + ".B", Shape{1, 8 * hidden}, bound)};
-  const std::string name = fresh(scope);
+  net_.add_node({fresh(scope), "LSTM", "", Attributes{{"hidden_size", hidden}}, inputs, {y, y_h}});
+}
+
+Value Builder::lstm_last_hidden(const Value& x, const std::string& scope, int64_t hidden) {
   const std::string y_h = fresh(scope + ".h_n");
-  net_.add_node({name, "LSTM", "", Attributes{{"hidden_size", hidden}}, inputs, {"", y_h}});
-  return node("Squeeze", scope + ".last", {y_h, int64s({0}).name}, Shape{batch, hidden});
+  lstm_node(x, scope, hidden, "", y_h);
+  return node("Squeeze", scope + ".last", {y_h, int64s({0}).name}, Shape{x.shape[1], hidden});
+}
+
+Value Builder::lstm_sequence(const Value& x, const std::string& scope, int64_t hidden) {
+  const std::string y = fresh(scope + ".y");  // [seq, directions, batch, hidden]
+  lstm_node(x, scope, hidden, y, "");
+  return node("Squeeze", scope + ".steps", {y, int64s({1}).name}, Shape{x.shape[0], x.shape[1], hidden});
 }
 
 Value Builder::relu(const Value& x, const std::string& scope) {
@@ -280,9 +290,7 @@ Value Builder::mul(const Value& a, const Value& b, const std::string& scope) {
   return node("Mul", scope, {a.name, b.name}, a.shape.rank() >= b.shape.rank() ? a.shape : b.shape);
 }
 
-Network Builder::finish(const Value& logits) {
-  D5_CHECK(logits.shape == (Shape{options_.batch, options_.classes}), Internal,
-           "model '{}' produced logits of shape {}", model_, logits.shape.to_string());
+std::string Builder::name_output(const Value& logits) {
   // The last node writes "logits" directly, so the graph names its output for any consumer.
   const std::string out = kZooLogits;
   net_.replace_uses(logits.name, out);
@@ -290,6 +298,13 @@ Network Builder::finish(const Value& logits) {
   for (auto& o : last.outputs)
     if (o == logits.name) o = out;
   net_.add_output(out);
+  return out;
+}
+
+Network Builder::finish(const Value& logits) {
+  D5_CHECK(logits.shape == (Shape{options_.batch, options_.classes}), Internal,
+           "model '{}' produced logits of shape {}", model_, logits.shape.to_string());
+  const std::string out = name_output(logits);
   if (options_.with_loss) {
     net_.add_input(kZooLabels, TensorDesc{DType::i64, Shape{options_.batch}});
     net_.add_node({kZooLoss,
@@ -297,6 +312,29 @@ Network Builder::finish(const Value& logits) {
                    "",
                    Attributes{{"reduction", std::string("mean")}},
                    {out, kZooLabels},
+                   {kZooLoss}});
+    net_.add_output(kZooLoss);
+  }
+  return std::move(net_);
+}
+
+Network Builder::finish_per_position(const Value& logits) {
+  const Shape& s = logits.shape;
+  D5_CHECK(s.rank() == 3 && s[0] == options_.batch && s[2] == options_.vocabulary, Internal,
+           "model '{}' produced per-position logits of shape {} for vocabulary {}", model_, s.to_string(),
+           options_.vocabulary);
+  const std::string out = name_output(logits);
+  if (options_.with_loss) {
+    // As the sequence-ce loss head: classes to axis 1, positions labelled -100 (PyTorch's
+    // ignore_index, the loss heads' default) skipped.
+    const std::string scores = std::string(kZooLoss) + "/scores";
+    net_.add_node({scores, "Transpose", "", Attributes{{"perm", std::vector<int64_t>{0, 2, 1}}}, {out}, {scores}});
+    net_.add_input(kZooLabels, TensorDesc{DType::i64, Shape{s[0], s[1]}});
+    net_.add_node({kZooLoss,
+                   "SoftmaxCrossEntropyLoss",
+                   "",
+                   Attributes{{"reduction", std::string("mean")}, {"ignore_index", int64_t{-100}}},
+                   {scores, kZooLabels},
                    {kZooLoss}});
     net_.add_output(kZooLoss);
   }

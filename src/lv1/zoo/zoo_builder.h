@@ -49,6 +49,8 @@ class Builder {
   // LSTM over [seq, batch, features] with hidden_size units; returns the last hidden state
   // [batch, hidden]. Weights as PyTorch: U(-1/sqrt(hidden), 1/sqrt(hidden)).
   Value lstm_last_hidden(const Value& x, const std::string& scope, int64_t hidden);
+  // The same layer's hidden state after every step, [seq, batch, hidden].
+  Value lstm_sequence(const Value& x, const std::string& scope, int64_t hidden);
   // PyTorch's nn.Embedding(vocabulary, dim) on ids [batch, length] -> [batch, length, dim]: Gather
   // on the rows of a [vocabulary, dim] weight drawn with unit variance (U(-sqrt 3, sqrt 3)).
   Value embedding(const Value& ids, const std::string& scope, int64_t dim);
@@ -79,8 +81,15 @@ class Builder {
 
   // Marks `logits` as the output "logits", adds the loss when asked, and hands the network over.
   Network finish(const Value& logits);
+  // The same for a model that scores every position, logits [batch, positions, vocabulary] (a
+  // language model): the loss reads labels [batch, positions], -100 where a position has none.
+  Network finish_per_position(const Value& logits);
 
  private:
+  std::string name_output(const Value& logits);  // renames logits to "logits", marks it an output
+  // One LSTM node over x with PyTorch's initialisation; names its outputs Y and Y_h ("" to omit).
+  void lstm_node(const Value& x, const std::string& scope, int64_t hidden, const std::string& y,
+                 const std::string& y_h);
   // A node/tensor name not used yet: `base`, else base_1, base_2, ...
   std::string fresh(const std::string& base);
   // A parameter of `shape` drawn from U(-bound, bound) (zeros when !initialize).
@@ -110,5 +119,6 @@ Network build_lstm_classifier(const ModelOptions& o);
 Network build_transformer(const ModelOptions& o);
 Network build_text_lstm(const ModelOptions& o);
 Network build_text_transformer(const ModelOptions& o);
+Network build_text_lstm_lm(const ModelOptions& o);
 
 }  // namespace d5::zoo

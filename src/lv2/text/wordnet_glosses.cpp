@@ -12,7 +12,12 @@
 // - a sample is its definition's ids, cut or padded with 0 to `length`, padding at the end
 //   (padding=end) or before the ids (padding=start, for recurrent models read to their last step);
 // - samples=N keeps N of the split's synsets evenly spaced over it (file order sorts them by part
-//   of speech, so the first N would be nouns only).
+//   of speech, so the first N would be nouns only);
+// - task=lexicographer-file (the default) labels a sample with its synset's file; task=next-piece
+//   makes the set a language model's: the input is the definition's ids but the last, the labels
+//   [length] the ids but the first (the piece each position must predict), padded with -100 (the
+//   label the loss heads and measures skip, kDefaultIgnoreIndex) where the input is padded, so
+//   classes() is the vocabulary; definitions of one piece, which predict nothing, are left out.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +30,7 @@
 #include "core/digest.h"
 #include "deep500/core/error.h"
 #include "deep500/metrics/atomic_file.h"
+#include "deep500/train/quality.h"
 #include "subword_tokenizer.h"
 #include "text_datasets.h"
 #include "wordnet.h"
@@ -55,7 +61,7 @@ struct GlossOptions {
   std::string wordnet_dir;
   int64_t vocabulary, length, samples, tokenizer_sentences;
   double test_fraction;
-  bool pad_start;
+  bool pad_start, next_piece;
 };
 
 bool in_test_split(const WordNetSynset& s, double test_fraction) {
@@ -106,7 +112,7 @@ class WordNetGlossesDataset : public Dataset {
   explicit WordNetGlossesDataset(const DatasetSpec& spec) {
     data::DatasetOptions opts(spec, "wordnet-glosses",
                               {"wordnet-dir", "vocabulary", "length", "padding", "test-fraction", "samples",
-                               "tokenizer-sentences"});
+                               "tokenizer-sentences", "task"});
     GlossOptions o;
     o.wordnet_dir = opts.get_string("wordnet-dir", "/usr/share/wordnet");
     o.vocabulary = opts.get_int("vocabulary", 2000, 8, 1 << 20);
@@ -120,6 +126,10 @@ class WordNetGlossesDataset : public Dataset {
     D5_CHECK_ARG(padding == "end" || padding == "start", "wordnet-glosses: padding must be 'end' or 'start', got '{}'",
                  padding);
     o.pad_start = padding == "start";
+    const std::string task = opts.get_string("task", "lexicographer-file");
+    D5_CHECK_ARG(task == "lexicographer-file" || task == "next-piece",
+                 "wordnet-glosses: task must be 'lexicographer-file' or 'next-piece', got '{}'", task);
+    o.next_piece = next_piece_ = task == "next-piece";
     opts.check_all_known();
     D5_CHECK_ARG(spec.split == "train" || spec.split == "test",
                  "wordnet-glosses: split must be 'train' or 'test', got '{}'", spec.split);
@@ -141,12 +151,25 @@ class WordNetGlossesDataset : public Dataset {
     for (int64_t k = 0; k < keep; ++k) {
       const WordNetSynset& s = *split[static_cast<size_t>(k * count / keep)];
       std::vector<int32_t> ids = tokenizer_->encode(s.definition);
-      lengths_.push_back(std::min<int64_t>(static_cast<int64_t>(ids.size()), length_));
-      ids.resize(static_cast<size_t>(lengths_.back()));
+      if (o.next_piece && ids.size() < 2) continue;
+      // next-piece: position i reads ids[i] and is labelled ids[i + 1].
+      std::vector<int32_t> next;
+      if (o.next_piece) {
+        next.assign(ids.begin() + 1, ids.end());
+        ids.pop_back();
+      }
+      const int64_t n = std::min<int64_t>(static_cast<int64_t>(ids.size()), length_);
+      const int64_t at = o.pad_start ? length_ - n : 0;
+      lengths_.push_back(n);
       std::vector<int64_t> row(static_cast<size_t>(length_), SubwordTokenizer::kPad);
-      std::copy(ids.begin(), ids.end(), row.begin() + (o.pad_start ? length_ - lengths_.back() : 0));
+      std::copy_n(ids.begin(), n, row.begin() + at);
       tokens_.insert(tokens_.end(), row.begin(), row.end());
       labels_.push_back(s.lexicographer_file);
+      if (o.next_piece) {
+        std::vector<int64_t> targets(static_cast<size_t>(length_), kDefaultIgnoreIndex);
+        std::copy_n(next.begin(), n, targets.begin() + at);
+        targets_.insert(targets_.end(), targets.begin(), targets.end());
+      }
     }
     D5_CHECK_ARG(!labels_.empty(), "wordnet-glosses: the {} split is empty (test-fraction {})", spec.split,
                  o.test_fraction);
@@ -155,23 +178,28 @@ class WordNetGlossesDataset : public Dataset {
   std::string name() const override { return "wordnet-glosses"; }
   int64_t size() const override { return static_cast<int64_t>(labels_.size()); }
   std::map<std::string, TensorDesc> sample_descs() const override {
-    return {{kDataInput, TensorDesc{DType::i64, Shape{length_}}}, {kDataLabels, TensorDesc{DType::i64, Shape{}}}};
+    return {{kDataInput, TensorDesc{DType::i64, Shape{length_}}},
+            {kDataLabels, TensorDesc{DType::i64, next_piece_ ? Shape{length_} : Shape{}}}};
   }
-  int64_t classes() const override { return static_cast<int64_t>(wordnet_lexicographer_files().size()); }
+  int64_t classes() const override {
+    return next_piece_ ? tokenizer_->vocabulary() : static_cast<int64_t>(wordnet_lexicographer_files().size());
+  }
   int64_t vocabulary() const override { return tokenizer_->vocabulary(); }
+  // next-piece too: the synset's file, for samplers that stratify by it.
   int64_t label(int64_t index) const override { return labels_[checked(index)]; }
   int64_t sample_length(int64_t index) const override { return lengths_[checked(index)]; }
 
   Batch fetch(std::span<const int64_t> indices) const override {
     const auto n = static_cast<int64_t>(indices.size());
     Tensor input = Tensor::uninitialized(TensorDesc{DType::i64, Shape{n, length_}});
-    Tensor labels = Tensor::uninitialized(TensorDesc{DType::i64, Shape{n}});
+    Tensor labels = Tensor::uninitialized(TensorDesc{DType::i64, next_piece_ ? Shape{n, length_} : Shape{n}});
     int64_t* x = input.data_as<int64_t>();
     int64_t* y = labels.data_as<int64_t>();
     for (int64_t i = 0; i < n; ++i) {
       const size_t k = checked(indices[static_cast<size_t>(i)]);
       std::copy_n(tokens_.begin() + static_cast<int64_t>(k) * length_, length_, x + i * length_);
-      y[i] = labels_[k];
+      if (next_piece_) std::copy_n(targets_.begin() + static_cast<int64_t>(k) * length_, length_, y + i * length_);
+      else y[i] = labels_[k];
     }
     return {{kDataInput, std::move(input)}, {kDataLabels, std::move(labels)}};
   }
@@ -184,7 +212,8 @@ class WordNetGlossesDataset : public Dataset {
 
   std::unique_ptr<SubwordTokenizer> tokenizer_;
   int64_t length_ = 0;
-  std::vector<int64_t> tokens_, lengths_, labels_;
+  bool next_piece_ = false;
+  std::vector<int64_t> tokens_, lengths_, labels_, targets_;
 };
 
 }  // namespace

@@ -44,7 +44,7 @@ TEST_F(ModelZooTest, RegistryHasEveryModelOnce) {
                                           "resnet18",  "resnet34",     "resnet50", "resnet101",  "resnet152",
                                           "resnet20",  "resnet32",     "resnet44", "resnet56",   "resnet110",
                                           "wrn-28-10", "mobilenet_v2", "lstm",     "transformer", "text-lstm",
-                                          "text-transformer"};
+                                          "text-lstm-lm", "text-transformer"};
   EXPECT_EQ(names, expected);
 }
 
@@ -55,18 +55,20 @@ TEST_F(ModelZooTest, TextModelsReadIdsOfTheirVocabularyAndOthersRefuseOne) {
   o.vocabulary = 500;
   o.input_shape = {12};
   o.batch = 3;
-  for (const char* m : {"text-lstm", "text-transformer"}) {
+  for (const char* m : {"text-lstm", "text-lstm-lm", "text-transformer"}) {
     const Network net = build_model(m, o);
     EXPECT_EQ(net.desc(kZooInput), (TensorDesc{DType::i64, Shape{3, 12}})) << m;
     EXPECT_EQ(net.desc("embedding.weight").shape[0], 500) << m;
   }
+  // The language model scores each of the 12 positions over the 500 pieces.
+  EXPECT_EQ(build_model("text-lstm-lm", o).desc(kZooLogits).shape, (Shape{3, 12, 500}));
   try {
     build_model("lenet5", o);
     FAIL() << "no error";
   } catch (const InvalidArgument& e) {
     const std::string m = e.what();
     EXPECT_NE(m.find("model 'lenet5' reads float features, not token ids"), std::string::npos) << m;
-    EXPECT_NE(m.find("text-lstm, text-transformer"), std::string::npos) << m;
+    EXPECT_NE(m.find("text-lstm, text-lstm-lm, text-transformer"), std::string::npos) << m;
   }
   o.input_shape = {2, 6};
   EXPECT_THROW(build_model("text-lstm", o), InvalidArgument);
@@ -171,11 +173,15 @@ TEST_F(ModelZooTest, EveryModelInfersWithAndWithoutLoss) {
       in.insert(in.end(), m.default_input.begin(), m.default_input.end());
       // Text models read token ids, the others features.
       EXPECT_EQ(net.desc(kZooInput), (TensorDesc{m.default_vocabulary > 0 ? DType::i64 : DType::f32, Shape(in)}));
-      EXPECT_EQ(net.desc(kZooLogits).shape, (Shape{2, m.default_classes}));
+      // A language model scores every position over its vocabulary.
+      const int64_t positions = m.per_position ? m.default_input.at(0) : 0;
+      const Shape logits = m.per_position ? Shape{2, positions, m.default_vocabulary} : Shape{2, m.default_classes};
+      EXPECT_EQ(net.desc(kZooLogits).shape, logits);
       if (loss) {
         EXPECT_EQ(net.outputs(), (std::vector<std::string>{kZooLogits, kZooLoss}));
         EXPECT_EQ(net.inputs(), (std::vector<std::string>{kZooInput, kZooLabels}));
-        EXPECT_EQ(net.desc(kZooLabels), (TensorDesc{DType::i64, Shape{2}}));
+        const Shape labels = m.per_position ? Shape{2, positions} : Shape{2};
+        EXPECT_EQ(net.desc(kZooLabels), (TensorDesc{DType::i64, labels}));
         EXPECT_EQ(net.desc(kZooLoss).shape, Shape{});
         EXPECT_EQ(count_ops(net, "SoftmaxCrossEntropyLoss"), 1);
       } else {

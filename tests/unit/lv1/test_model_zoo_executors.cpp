@@ -42,9 +42,12 @@ TensorMap feeds_for(const Network& net, uint64_t seed) {
   } else {
     for (float& v : x.span<float>()) v = rng.uniform_float();
   }
-  const int64_t batch = net.desc(kZooInput).shape[0];
-  Tensor y(DType::i64, Shape{batch});
-  for (int64_t i = 0; i < batch; ++i) y.data_as<int64_t>()[i] = i % 3;
+  // One label per sample, or per position for a language model; the last position of each
+  // sample carries -100, the label the loss skips (as padding does).
+  Tensor y(net.desc(kZooLabels));
+  const int64_t per_sample = y.shape().rank() == 2 ? y.shape()[1] : 1;
+  for (int64_t i = 0; i < y.numel(); ++i)
+    y.data_as<int64_t>()[i] = per_sample > 1 && i % per_sample == per_sample - 1 ? -100 : i % 3;
   return {{kZooInput, x}, {kZooLabels, y}};
 }
 
@@ -90,6 +93,7 @@ void expect_fallbacks(GraphExecutor& ex, const std::string& model, const std::st
         {"lstm", 4},
         {"transformer", 18},
         {"text-lstm", 5},           // lstm's and the embedding's Gather
+        {"text-lstm-lm", 7},        // the Gather, three Transposes (one the loss's), LSTM, Squeeze, loss
         {"text-transformer", 19}}}};  // transformer's and the Gather
   const auto per_backend = expected.find(backend);
   const size_t want = per_backend == expected.end() ? 0 : per_backend->second.at(model);
@@ -153,13 +157,13 @@ TEST(ZooTrainingMode, MobileNetV2WithDropoutAgreesWithTheReferenceOnEveryExecuto
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooTraining,
                          ::testing::Values("lenet5", "mlp", "resnet20", "mobilenet_v2", "lstm",
-                                           "transformer", "text-lstm"));
+                                           "transformer", "text-lstm", "text-lstm-lm"));
 // MobileNetV2's ReLU6 (Clip) often sees exactly 0 (a channel the previous ReLU6 zeroed, through a
 // depthwise convolution and a batch norm whose shift starts at 0): every backend must give Clip
 // the same gradient at its bounds (docs/validation.md, "Gradients at kinks").
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooBackends,
                          ::testing::Values("lenet5", "mlp", "resnet20", "mobilenet_v2", "lstm", "transformer",
-                                           "text-lstm", "text-transformer"));
+                                           "text-lstm", "text-lstm-lm", "text-transformer"));
 
 }  // namespace
 }  // namespace d5

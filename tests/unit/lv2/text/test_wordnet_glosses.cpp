@@ -170,6 +170,45 @@ TEST_F(WordNetGlosses, SamplesAreIdsPaddedWithZeroAtTheEndOrTheStart) {
   EXPECT_THROW(end->fetch(outside), InvalidArgument);
 }
 
+std::vector<int64_t> labels_row(const Dataset& d, int64_t i) {
+  const int64_t index[] = {i};
+  const Tensor y = d.fetch(index).at(kDataLabels);
+  return {y.data_as<int64_t>(), y.data_as<int64_t>() + y.numel()};
+}
+
+// task=next-piece: the same ids as the classification set, the input without the last and the
+// labels without the first, padding labelled -100; with padding=start both move to the end.
+TEST_F(WordNetGlosses, TheNextPieceTaskShiftsTheIdsByOneAndLabelsPaddingMinus100) {
+  const auto cls = open("train"), lm = open("train", {{"task", "next-piece"}}),
+             lm_start = open("train", {{"task", "next-piece"}, {"padding", "start"}});
+  ASSERT_EQ(lm->size(), cls->size());  // every definition here has three words or more
+  EXPECT_EQ(lm->classes(), lm->vocabulary());
+  EXPECT_EQ(lm->vocabulary(), cls->vocabulary());  // the same tokenizer
+  EXPECT_EQ(lm->sample_descs().at(kDataLabels), (TensorDesc{DType::i64, Shape{32}}));
+  int64_t checked = 0;
+  for (int64_t i = 0; i < cls->size(); i += 5) {
+    const int64_t n = cls->sample_length(i);
+    if (n >= 32) continue;  // a cut definition: its next piece is not in the classification row
+    const auto ids = row(*cls, i), x = row(*lm, i), y = labels_row(*lm, i);
+    const auto xs = row(*lm_start, i), ys = labels_row(*lm_start, i);
+    ASSERT_EQ(lm->sample_length(i), n - 1) << i;
+    for (int64_t k = 0; k < 32; ++k) {
+      const auto at = static_cast<size_t>(k);
+      EXPECT_EQ(x[at], k < n - 1 ? ids[at] : 0) << "sample " << i << " input " << k;
+      EXPECT_EQ(y[at], k < n - 1 ? ids[at + 1] : -100) << "sample " << i << " label " << k;
+      const auto moved = static_cast<size_t>((k + 32 - (n - 1)) % 32);
+      EXPECT_EQ(xs[moved], x[at]) << "sample " << i << " input " << k;
+      EXPECT_EQ(ys[moved], y[at]) << "sample " << i << " label " << k;
+    }
+    EXPECT_EQ(lm->label(i), cls->label(i));  // the synset's file, for samplers
+    ++checked;
+  }
+  EXPECT_GT(checked, 50);
+  const int64_t indices[] = {3, 0};
+  EXPECT_EQ(lm->fetch(indices).at(kDataLabels).shape(), (Shape{2, 32}));
+  EXPECT_THROW(open("train", {{"task", "translation"}}), InvalidArgument);
+}
+
 std::string read_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream s;
