@@ -7,17 +7,17 @@ its median step over --steps runs) and the same step in PyTorch eager mode (the 
 written in torch.nn, cuDNN with benchmark mode on a GPU, no compilation; the median of --steps
 synchronised steps), in alternating order. The round's ratio is PyTorch's median step over d5's:
 d5's throughput as a fraction of PyTorch's. Reported: the ratios' median with its
-distribution-free 95% CI, both sides' medians, and the settings. Both sides use the same f32 math:
+distribution-free 95% CI (from `d5 stats`), both sides' medians, and the settings. Both sides use the same f32 math:
 --math strict turns TF32 off in PyTorch as in d5; --math tf32 allows it in both.
 
 Usage: bench/torch_eager_step.py D5_BINARY [--model resnet50] [--batch 64] [--device cuda]
            [--backend cuda] [--rounds 5] [--steps 20] [--math strict|tf32] [--deterministic]
            [-o result.json]
-Exit status 2 when the PyTorch model is not d5's (parameter counts differ) or a side fails.
+Exit status 2 when the PyTorch model is not d5's (parameter counts differ) or d5's case is not
+PASSED; 1 when d5 does not run.
 """
 import argparse
 import json
-import math
 import statistics
 import subprocess
 import sys
@@ -76,19 +76,13 @@ MODELS = {"lenet5": (lenet5, (1, 28, 28)),
           "resnet50": (lambda: resnet([3, 4, 6, 3], True), (3, 224, 224))}
 
 
-def median_ci(samples, confidence=0.95):
-    """The median's distribution-free CI: order statistics chosen from the binomial(n, 1/2)
-    distribution, as d5.stats.median_ci; None when n is too small for the confidence."""
-    x = sorted(samples)
-    n = len(x)
-    cdf = [sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n for k in range(n + 1)]
-    best = None
-    for lo in range(n // 2 + 1):  # the narrowest symmetric pair of ranks that covers
-        hi = n - 1 - lo
-        coverage = cdf[hi] - cdf[lo]  # P(x[lo] <= median <= x[hi]) = P(lo < K <= hi), K ~ B(n, 1/2)
-        if coverage >= confidence:
-            best = (x[lo], x[hi])
-    return best
+def ratio_summary(d5, ratios):
+    """`d5 stats` of the rounds' ratios: the median and its distribution-free 95% CI, or why not."""
+    run = subprocess.run([d5, "stats", "-", "--format", "json"], input="\n".join(map(repr, ratios)),
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit(f"torch_eager_step: d5 stats failed ({run.returncode}): {run.stderr.strip()}")
+    return json.loads(run.stdout)
 
 
 def eager_step_seconds(model, shape, batch, device, steps):
@@ -175,18 +169,17 @@ def main():
         eager_s.append(b)
         ratios.append(b / a)
         print(f"round {r + 1}: d5 {a * 1e3:.3f} ms, PyTorch eager {b * 1e3:.3f} ms, ratio {b / a:.3f}", flush=True)
-    ci = median_ci(ratios)
+    summary = ratio_summary(args.d5, ratios)
+    ci = summary["median_ci"]
     result = {"model": args.model, "batch": args.batch, "device": args.device, "d5_backend": args.backend,
               "math": args.math, "torch_deterministic": args.deterministic, "torch": torch.__version__,
               "cudnn": torch.backends.cudnn.version() if args.device.startswith("cuda") else None,
               "parameters": params, "rounds": args.rounds, "steps_per_side": args.steps,
               "d5_step_seconds": d5_s, "eager_step_seconds": eager_s, "ratio": ratios,
-              "ratio_median": statistics.median(ratios),
-              "ratio_ci95": list(ci) if ci else None,
-              "ratio_ci_reason": None if ci else f"{args.rounds} rounds are too few for a 95% CI of the median (6 needed)"}
-    ci_text = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "(no CI: fewer than 6 rounds)"
+              "ratio_median": summary["median"], "ratio_ci95": ci}
+    ci_text = f"[{ci['lower']:.3f}, {ci['upper']:.3f}]" if ci["available"] else f"(no CI: {ci['reason']})"
     print(f"{args.model} batch {args.batch} on {args.device}, {args.math} f32: d5 ({args.backend}) throughput / "
-          f"PyTorch eager's = {result['ratio_median']:.3f} {ci_text} over {args.rounds} rounds")
+          f"PyTorch eager's = {summary['median']:.3f} {ci_text} over {args.rounds} rounds")
     if args.output:
         with open(args.output, "w") as f:
             json.dump(result, f, indent=1)

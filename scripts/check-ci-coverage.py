@@ -44,8 +44,9 @@ def tests_run(log_text):
 
 def skipped_tests(log_text):
     """(test, reason) for every skip in ctest's LastTest.log: a test ctest marked skipped, a gtest
-    skip inside a test that ran as a whole binary, and a pytest skip (its -rs summary line). A whole binary's skips are read from its
-    companion, <test>_skips, where it has one (tests/CMakeLists.txt), so that each counts once."""
+    skip inside a test that ran as a whole binary, and a pytest skip (its -rs summary line). A
+    whole binary's skips are read from its companion, <test>_skips, where it has one
+    (tests/CMakeLists.txt), so that each counts once."""
     out = []
     sections = re.split(r"^\d+/\d+ Testing: ", log_text, flags=re.M)[1:]
     names = {section.split("\n", 1)[0].strip() for section in sections}

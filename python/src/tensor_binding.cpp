@@ -146,12 +146,17 @@ the array's memory. Element types: float32, float64, float16, int8/16/32/64, uin
                              "True when the memory belongs to a Python object (the array it was made from)")
       // NumPy reads through the buffer protocol and, when that fails, quietly wraps the object in
       // an array of dtype object; it asks __array__ before that, which raises the reason instead.
-      .def("__array__",
-           [](py::object self, py::args, py::kwargs) {
-             export_buffer(self.cast<PyTensor&>());  // throws for what NumPy cannot read
-             return py::module_::import("numpy").attr("asarray")(py::memoryview(self));
-           },
-           "The array sharing this tensor's memory; d5.InvalidArgument saying why when NumPy cannot read it")
+      .def(
+          "__array__",
+          [](py::object self, py::object dtype, py::object copy) {
+            export_buffer(self.cast<PyTensor&>());  // throws for what NumPy cannot read
+            const py::module_ np = py::module_::import("numpy");
+            const py::object shared = np.attr("asarray")(py::memoryview(self), dtype);
+            return copy.is_none() || !copy.cast<bool>() ? shared : np.attr("array")(shared, py::arg("copy") = true);
+          },
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none(),
+          "The array sharing this tensor's memory (a copy for another dtype or copy=True); d5.InvalidArgument "
+          "saying why when NumPy cannot read it")
       .def("__repr__", [](const PyTensor& t) {
         return fmt::format("d5.Tensor({} on {})", t.tensor.desc().to_string(), t.tensor.device().to_string());
       });

@@ -112,6 +112,15 @@ def test_numpy_is_refused_a_tensor_on_a_gpu_with_an_error_not_an_abort():
     with pytest.raises(d5.InvalidArgument, match="lives on cuda:0"):
         memoryview(t)
     del t, capsule, keep
+    # On the host, __array__ shares the memory, converts or copies as NumPy asks.
+    h = d5.tensor(np.arange(3, dtype=np.float32))
+    shared = h.__array__()
+    shared[0] = 7
+    assert np.asarray(h)[0] == 7
+    assert h.__array__(np.float64).dtype == np.float64
+    copied = h.__array__(copy=True)
+    copied[1] = -1
+    assert np.asarray(h)[1] == 1
     # So is a host tensor of a type NumPy lacks.
     b = d5.from_dlpack(torch.zeros(3, dtype=torch.bfloat16))
     with pytest.raises(d5.InvalidArgument, match="NumPy has no bf16"):

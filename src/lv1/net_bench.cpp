@@ -65,7 +65,8 @@ nlohmann::json layouts_json(OperatorExecutor& ex, const std::string& loss, bool 
     reorders += n.reorders.inputs + n.reorders.outputs;
     // A layout on another device reads "cuda:0/plain": the device says where, not how.
     native += std::count_if(n.outputs.begin(), n.outputs.end(), [](const std::string& l) {
-      const std::string layout = l.substr(l.find('/') == std::string::npos ? 0 : l.find('/') + 1);
+      const size_t slash = l.find('/');
+      const std::string layout = slash == std::string::npos ? l : l.substr(slash + 1);
       return !layout.empty() && layout != "plain";
     });
     nodes.push_back({{"node", n.node},

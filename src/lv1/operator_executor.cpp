@@ -268,7 +268,7 @@ void plan_lifetimes(std::vector<Step>& steps, const std::vector<Slot>& slots, co
 // A parameter or constant whose readers all run on one device other than the host lives there
 // (OperatorExecutorOptions::resident_parameters): a parameter from its first call on, a constant
 // (a batch normalization's running statistics, a folded value) from the plan on, copied once.
-void OperatorExecutor::place_parameters(Plan& p) const {
+void OperatorExecutor::place_resident_values(Plan& p) const {
   std::vector<std::optional<Device>> device(p.slots.size());
   std::vector<bool> mixed(p.slots.size(), false);
   for (const Step& st : p.steps)
@@ -327,7 +327,7 @@ OperatorExecutor::Plan OperatorExecutor::build_plan(const std::string& loss) con
   for (const Step& st : p.steps)
     for (int o : st.out)
       if (o >= 0) p.placements[o].device = st.device;
-  if (options_.resident_parameters) place_parameters(p);
+  if (options_.resident_parameters) place_resident_values(p);
   if (loss.empty() && options_.native_layouts) plan_layouts(p);
   if (!loss.empty()) plan_backward(p);
   plan_lifetimes(p.steps, p.slots, p.keep_to_end);

@@ -113,7 +113,7 @@ class OperatorExecutor : public GraphExecutor {
   std::vector<const Node*> nodes_needed(const std::string& loss) const;
   void plan_backward(Plan& p) const;
   void plan_layouts(Plan& p) const;
-  void place_parameters(Plan& p) const;
+  void place_resident_values(Plan& p) const;
   TensorMap run(const TensorMap& feeds, const std::string& loss);
   struct Call;
   bool forward_pass(Call& c);  // false when an event asked to stop
