@@ -2,16 +2,20 @@
 """d5's training step against PyTorch eager on the same network, batch and device, side by side in
 one run (docs/benchmarks.md#d5-against-pytorch-eager).
 
-Each round runs `d5 net MODEL --mode train-step` (forward and backward from the loss, no update;
-its median step over --steps runs) and the same step in PyTorch eager mode (the zoo's layers
+Each round runs `d5 net MODEL --mode train-step --resident-io` (forward and backward from the
+loss, no update; the batch placed on the device once, as PyTorch's is; its median step over
+--steps runs) and the same step in PyTorch eager mode (the zoo's layers
 written in torch.nn, cuDNN with benchmark mode on a GPU, no compilation; the median of --steps
 synchronised steps), in alternating order. The round's ratio is PyTorch's median step over d5's:
 d5's throughput as a fraction of PyTorch's. Reported: the ratios' median with its
 distribution-free 95% CI (from `d5 stats`), both sides' medians, and the settings. Both sides use the same f32 math:
---math strict turns TF32 off in PyTorch as in d5; --math tf32 allows it in both.
+--math strict and fast turn TF32 off in PyTorch as in d5; --math tf32 allows it in both. PyTorch's
+benchmark mode may pick any cuDNN algorithm, FFT, Winograd and non-deterministic ones included,
+which is what d5's --math fast allows; under strict d5 keeps to direct sums, deterministic first
+(--deterministic holds PyTorch to deterministic algorithms, the nearest it has).
 
 Usage: bench/torch_eager_step.py D5_BINARY [--model resnet50] [--batch 64] [--device cuda]
-           [--backend cuda] [--rounds 5] [--steps 20] [--math strict|tf32] [--deterministic]
+           [--backend cuda] [--rounds 5] [--steps 20] [--math strict|tf32|fast] [--deterministic]
            [-o result.json]
 Exit status 2 when the PyTorch model is not d5's (parameter counts differ) or d5's case is not
 PASSED; 1 when d5 does not run.
@@ -113,7 +117,8 @@ def eager_step_seconds(model, shape, batch, device, steps):
 def d5_step_seconds(d5, args):
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         cmd = [d5, "--math", args.math, "net", args.model, "--backend", args.backend, "--mode", "train-step",
-               "--batch", str(args.batch), "--no-validate", "--min-runs", str(args.steps), "--max-time", "30",
+               "--batch", str(args.batch), "--no-validate", "--resident-io", "--min-runs", str(args.steps),
+               "--max-time", "30",
                "--format", "json", "-o", out.name]
         if args.threads:
             cmd[1:1] = ["--threads", str(args.threads)]
@@ -137,7 +142,7 @@ def main():
     ap.add_argument("--backend", default=None, help="d5's executor (default: cuda on a GPU, else onednn)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--math", default="strict", choices=["strict", "tf32"])
+    ap.add_argument("--math", default="strict", choices=["strict", "tf32", "fast"])
     ap.add_argument("--deterministic", action="store_true", help="PyTorch's cudnn.deterministic")
     ap.add_argument("--threads", type=int, default=0, help="host threads of both sides (0: their defaults)")
     ap.add_argument("-o", "--output")

@@ -26,8 +26,9 @@ std::unique_ptr<CliApp> make_cli_app() {
                "(docs/reproducibility.md)");
   app.add_option("--math", global.math,
                  "strict: f32 matrix products exact; tf32: GPU backends may round their operands to "
-                 "TensorFloat-32 on tensor cores (docs/cuda.md#tf32)")
-      ->check(CLI::IsMember({"strict", "tf32"}));
+                 "TensorFloat-32 on tensor cores; fast: f32 operands, but any algorithm a GPU backend times fastest "
+                 "(FFT, Winograd, non-deterministic sums) (docs/cuda.md#tf32)")
+      ->check(CLI::IsMember({"strict", "tf32", "fast"}));
   app.add_option("--malloc", global.malloc,
                  "system: the C library's allocator as it comes; keep: serve every size from the heap and never "
                  "give freed memory back, so steps do not pay page faults by the luck of free order (docs/malloc.md)")

@@ -29,7 +29,7 @@ struct NetOpts {
   std::string model, mode = "inference", loss;
   std::vector<std::string> backends;
   std::vector<int64_t> batches{1};
-  bool breakdown = false, overhead = false, no_validate = false, plain_layouts = false;
+  bool breakdown = false, overhead = false, no_validate = false, plain_layouts = false, resident_io = false;
   double max_time = 5;
   int min_runs = 10;
   int64_t microbatch_limit = -1, workspace_limit = -1;
@@ -127,6 +127,7 @@ int run_net(const NetOpts& o, const GlobalOptions& g) {
   bo.workspace_limit = o.workspace_limit >= 0 ? o.workspace_limit : o.microbatch_limit;
   bo.pins = parse_implementation_pins(o.pins);
   bo.native_layouts = !o.plain_layouts;
+  bo.resident_io = o.resident_io;
 
   Results res;
   nlohmann::json microbatching;  // per batch size, when micro-batching
@@ -190,6 +191,9 @@ Command register_net(CLI::App& app, const GlobalOptions& g) {
   cmd->add_flag("--overhead", o->overhead,
                 "Measure FrameworkOverhead: executor time / the same operators alone");
   cmd->add_flag("--no-validate", o->no_validate, "Skip the comparison with the reference executor");
+  cmd->add_flag("--resident-io", o->resident_io,
+                "After validation, operator executors get their feeds placed once on the device their readers run on "
+                "and leave their outputs there: timed calls copy nothing between host and device (docs/net.md)");
   cmd->add_flag("--plain-layouts", o->plain_layouts,
                 "Operator executors pass plain tensors between all operators (no native layouts across the graph: "
                 "each oneDNN primitive reorders at its own boundary)");

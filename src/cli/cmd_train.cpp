@@ -18,6 +18,7 @@
 #include "deep500/train/dataset.h"
 #include "deep500/core/error.h"
 #include "deep500/net/graph_executor.h"
+#include "deep500/net/operator_executor.h"
 #include "deep500/train/loss_head.h"
 #include "deep500/metrics/manifest.h"
 #include "deep500/net/model_zoo.h"
@@ -167,6 +168,20 @@ std::string console_text(const Results& res, const TrainingResult& r) {
   return s.str();
 }
 
+// Batches go straight to the device the executor reads them on (an operator executor whose input
+// nodes run on a GPU): the loader's worker copies them there through page-locked buffers, beside
+// the step in flight, and the executor copies no feed (docs/data-loader.md#device-batches).
+DataLoaderOptions loader_options_for(GraphExecutor& executor, const TrainingOptions& to, int64_t prefetch) {
+  DataLoaderOptions lo{prefetch, 1};
+  auto* op_ex = dynamic_cast<OperatorExecutor*>(&executor);
+  if (!op_ex) return lo;
+  for (const auto& [input, device] : op_ex->feed_devices(to.loss)) {
+    if (device.kind == DeviceKind::cpu) continue;
+    lo.devices[input == to.input ? kDataInput : input == to.labels ? kDataLabels : input] = device;
+  }
+  return lo;
+}
+
 TrainingOptions training_options(const TrainOpts& o, const LossHead& head, const std::shared_ptr<Communicator>& comm,
                                  bool writes) {
   TrainingOptions to;
@@ -255,13 +270,14 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
   // A network's batch dimension is fixed: a last, smaller batch is left out of every epoch. With
   // --dist each rank takes its slice of a global batch of ranks x --batch.
   const uint64_t sampler_seed = settings.stream("train/sampler").seed();
+  TrainingOptions to = training_options(o, tn.head, comm, writes);
+  const DataLoaderOptions loader_options = loader_options_for(*executor, to, o.prefetch);
   DataLoader loader(*train_set,
                     comm ? make_distributed_sampler(o.sampler, *train_set, o.batch, sampler_seed, comm->rank(),
                                                     comm->size(), Distribution::partitioned)
                          : make_sampler(o.sampler, *train_set, o.batch, /*drop_last=*/true, sampler_seed),
-                    DataLoaderOptions{o.prefetch, 1});
+                    loader_options);
 
-  TrainingOptions to = training_options(o, tn.head, comm, writes);
   // One process stops cleanly on SIGINT/SIGTERM; the ranks of a distributed run are ended by their
   // launcher (docs/distributed.md#faults).
   std::optional<InterruptGuard> interrupt;
@@ -291,6 +307,7 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
   c.params["optimizer"] = o.optimizer;
   c.params["sampler"] = o.sampler;
   c.params["prefetch"] = o.prefetch;
+  for (const auto& [name, device] : loader_options.devices) c.params["loader_devices"][name] = device.to_string();
   c.params["loss_head"] = o.loss_head.empty() ? "softmax-ce" : o.loss_head;
   for (const auto& [k, v] : optimizer->hyperparameters()) c.params["hyperparameters"][k] = v;
   if (dist != nullptr) add_distributed_results(*comm, o.dist, *dist, r, c);

@@ -15,6 +15,7 @@
 #include "deep500/op/op_registry.h"
 #include "deep500/spi/fused_update.h"
 #include "deep500/spi/selective_backward.h"
+#include "deep500/spi/sparse_output_gradients.h"
 
 namespace d5 {
 
@@ -477,6 +478,22 @@ std::unique_ptr<Operator> OperatorExecutor::create_operator_like(const std::stri
 
 TensorMap OperatorExecutor::inference(const TensorMap& feeds) { return run(feeds, ""); }
 
+std::map<std::string, Device> OperatorExecutor::feed_devices(const std::string& loss) {
+  const Plan& p = plan_for(loss);
+  std::map<std::string, Device> devices;
+  for (const auto& [name, id] : p.feeds) {
+    std::optional<Device> only;
+    bool one = true;
+    for (const Step& st : p.steps)
+      if (std::find(st.in.begin(), st.in.end(), id) != st.in.end()) {
+        if (only && !(*only == st.device)) one = false;
+        only = st.device;
+      }
+    devices[name] = one && only ? *only : Device::cpu();
+  }
+  return devices;
+}
+
 TensorMap OperatorExecutor::inference_and_backprop(const TensorMap& feeds, const std::string& loss) {
   D5_CHECK_ARG(!loss.empty(), "network '{}': inference_and_backprop needs the name of the loss tensor",
                network_.name());
@@ -551,9 +568,10 @@ TensorMap OperatorExecutor::run(const TensorMap& feeds, const std::string& loss)
 
   fire_before_executor(feeds);
   bool completed = forward_pass(c);
-  TensorMap result;  // the caller reads it: on the host
+  TensorMap result;  // the caller reads it: on the host unless asked otherwise
   for (const auto& [name, id] : p.outputs)
-    if (c.env[id].defined()) result[name] = c.value_on(id, Device::cpu());
+    if (c.env[id].defined())
+      result[name] = options_.outputs_on_device ? c.env[id] : c.value_on(id, Device::cpu());
   if (completed) fire_after_inference(result);
   if (completed && !loss.empty() && backward_pass(c)) fire_after_backprop(publish_gradients(c));
 
@@ -632,9 +650,11 @@ bool OperatorExecutor::backward_step(Call& c, size_t k) {
     }
   }
   if (!any) return true;
-  // An output nothing differentiates gets an explicit zero gradient (floating outputs only).
+  // An output nothing differentiates gets an explicit zero gradient (floating outputs only),
+  // unless the operator takes an undefined one as zero without reading it.
+  const bool sparse = dynamic_cast<const SparseOutputGradients*>(st.op) != nullptr;
   for (size_t j = 0; j < op_outs.size(); ++j)
-    if (!grad_outs[j].defined() && is_floating(op_outs[j].dtype())) {
+    if (!sparse && !grad_outs[j].defined() && is_floating(op_outs[j].dtype())) {
       grad_outs[j] = Tensor(op_outs[j].desc(), st.device);
       c.hold(static_cast<int64_t>(grad_outs[j].bytes()));
     }

@@ -35,6 +35,12 @@ TEST(CliInfo, MathModeReachesTheManifest) {
   const auto tf32 = run_d5({"--math", "tf32", "info", "--format", "json"});
   ASSERT_EQ(tf32.exit_code, 0) << tf32.err;
   EXPECT_EQ(nlohmann::json::parse(tf32.out)["f32_math"], "tf32");
+  const auto fast = run_d5({"--math", "fast", "info", "--format", "json"});
+  ASSERT_EQ(fast.exit_code, 0) << fast.err;
+  EXPECT_EQ(nlohmann::json::parse(fast.out)["f32_math"], "fast");
+  const auto unknown = run_d5({"--math", "tf16", "info"});
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.err.find("fast"), std::string::npos) << unknown.err;
 }
 
 // With hwloc told to use neither sysfs nor CPUID, deep500 decodes CPUID itself: the same caches,

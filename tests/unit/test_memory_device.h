@@ -3,12 +3,15 @@
 // that every path a GPU takes (device allocation, caching, copies each way, refusals of host
 // access, an executor's transfers at device boundaries) runs on machines without one. Only tests
 // register it.
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <stdexcept>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "deep500/core/device_allocator.h"
@@ -50,6 +53,34 @@ class TestMemoryAllocator : public CachingDeviceAllocator {
   }
   void synchronize(int32_t) override { ++synchronizations; }
   int raw_allocations = 0, copies_to_host = 0, copies_from_host = 0, synchronizations = 0;
+  // Staging memory (off unless a test turns it on, as for a device without any): host blocks
+  // this allocator hands out and copies from, counted; a staged copy from memory it did not hand
+  // out fails the test. Atomic: a data loader's workers stage from their threads.
+  bool staging = false;
+  std::atomic<int> staging_buffers{0}, staged_copies{0};
+  std::shared_ptr<void> allocate_staging(size_t bytes, int32_t) override {
+    if (!staging) return nullptr;
+    ++staging_buffers;
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    {
+      std::lock_guard lock(staging_mutex_);
+      staging_blocks_.insert(p);
+    }
+    return std::shared_ptr<void>(p, [this](void* q) {
+      std::lock_guard lock(staging_mutex_);
+      staging_blocks_.erase(q);
+      std::free(q);
+    });
+  }
+  void copy_from_staging(void* device, const void* staging_memory, size_t bytes, int32_t) override {
+    {
+      std::lock_guard lock(staging_mutex_);
+      if (!staging_blocks_.count(const_cast<void*>(staging_memory)))
+        throw std::logic_error("a staged copy from memory allocate_staging did not hand out");
+    }
+    std::memcpy(device, staging_memory, bytes);
+    ++staged_copies;
+  }
   // A device clock for the tests that set one (0: none, as the host has none): every timing
   // reads exactly timer_seconds, and reading one that was not started and stopped fails the test.
   double timer_seconds = 0;
@@ -64,6 +95,7 @@ class TestMemoryAllocator : public CachingDeviceAllocator {
 
  protected:
   void* raw_allocate(size_t bytes, int32_t) override {
+    std::lock_guard lock(raw_mutex_);
     if (raw_bytes + bytes > capacity) return nullptr;
     ++raw_allocations;
     void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -72,6 +104,7 @@ class TestMemoryAllocator : public CachingDeviceAllocator {
     return p;
   }
   void raw_free(void* data, int32_t) override {
+    std::lock_guard lock(raw_mutex_);
     raw_bytes -= sizes_[data];
     sizes_.erase(data);
     std::free(data);
@@ -80,6 +113,9 @@ class TestMemoryAllocator : public CachingDeviceAllocator {
  private:
   std::string name_;
   std::map<void*, size_t> sizes_;
+  std::mutex raw_mutex_;  // loader workers allocate device tensors from their threads
+  std::mutex staging_mutex_;
+  std::set<void*> staging_blocks_;
 };
 
 // The allocator of kind `name` (registered on first use) and device `name`:index.

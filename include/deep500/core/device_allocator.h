@@ -55,6 +55,18 @@ class DeviceAllocator : public std::enable_shared_from_this<DeviceAllocator> {
   virtual void copy_to_host(void* host, const void* device, size_t bytes, int32_t index) = 0;
   virtual void copy_from_host(void* device, const void* host, size_t bytes, int32_t index) = 0;
   virtual void synchronize(int32_t /*index*/) {}
+  // For a data pipeline that fills device tensors while the device computes (the data loader's
+  // device batches, docs/data-loader.md#device-batches): host memory the device copies from
+  // without staging it again (page-locked for CUDA), at least `bytes`, host accessible, from a
+  // cache of its own; nullptr when this kind has none (then copy_from_host serves).
+  virtual std::shared_ptr<void> allocate_staging(size_t /*bytes*/, int32_t /*index*/) { return nullptr; }
+  // Copies `bytes` from `staging` (allocate_staging's memory) to `device` on a copy queue beside
+  // the compute stream, ordered after the compute work queued so far (which may still read memory
+  // `device` was reused from), and returns once the copy ended: a worker thread waits, the
+  // compute stream does not. Any thread.
+  virtual void copy_from_staging(void* device, const void* staging, size_t bytes, int32_t index) {
+    copy_from_host(device, staging, bytes, index);
+  }
   // A timer on this device's stream; nullptr when the device has no clock of its own (the host).
   virtual std::unique_ptr<DeviceTimer> make_timer(int32_t /*index*/) { return nullptr; }
   // Evicts the device's caches (overwrites a buffer larger than its last-level cache), so that the

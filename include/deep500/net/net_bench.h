@@ -34,6 +34,11 @@ struct NetBenchOptions {
   std::map<std::string, std::string> pins = {};  // ExecutorOptions::pins
   bool deterministic = false;                    // ExecutorOptions::deterministic
   bool native_layouts = true;                    // ExecutorOptions::native_layouts
+  // After validation, operator executors get their feeds placed once on the device their readers
+  // run on and leave their outputs there (OperatorExecutorOptions::outputs_on_device): the timed
+  // calls copy nothing between host and device, as a framework step whose batch is already on the
+  // GPU. Other executors run as without it.
+  bool resident_io = false;
 };
 
 // One case per executor named "<network>/<backend>". Executors that are not registered are

@@ -51,6 +51,10 @@ struct OperatorExecutorOptions {
   // once, when the plan is made.
   // Off: parameters and gradients live on the host and cross to the device every call.
   bool resident_parameters = false;
+  // Graph outputs are returned where their producer left them (a device tensor when the node ran
+  // on a device), not copied to the host. With feeds already on the device (feed_devices()) and
+  // resident parameters, a steady-state call then copies nothing between host and device.
+  bool outputs_on_device = false;
 };
 
 // Where the tensors one node exchanges in a plan live, per input and output ("" where absent):
@@ -101,6 +105,9 @@ class OperatorExecutor : public GraphExecutor {
   // Per node that runs, in order: the layouts the plan for `loss` ("" = inference) exchanges
   // and the reorders each forward call runs. Makes the plan if there is none yet.
   std::vector<NodeLayouts> layouts(const std::string& loss = "");
+  // Per graph input the plan for `loss` reads: the device its readers run on when they all run on
+  // one, else the host. A caller that places a feed there saves the executor a copy per call.
+  std::map<std::string, Device> feed_devices(const std::string& loss = "");
   // A fresh operator like the one the plan for `loss` runs for `node`: the same backend and pins,
   // and the same layout variant (for running the operators alone, as FrameworkOverhead does).
   std::unique_ptr<Operator> create_operator_like(const std::string& node, const std::string& loss = "");

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "deep500/core/device.h"
 #include "deep500/train/dataset.h"
 #include "deep500/train/sampler.h"
 
@@ -22,13 +23,19 @@ namespace d5 {
 struct DataLoaderOptions {
   int64_t prefetch = 2;  // batches produced ahead of the consumer; 0: synchronous
   int workers = 1;       // background threads producing batches (prefetch > 0 only)
+  // Batch tensor name -> the device it is handed out on (docs/data-loader.md#device-batches). The
+  // producer copies it there through the device's staging memory (page-locked host buffers on
+  // CUDA) on a copy queue beside the device's compute, so with prefetch the copies of the next
+  // batches overlap the current step. Tensors not named stay on the host.
+  std::map<std::string, Device> devices = {};
 };
 
 // Per batch handed to the consumer, in hand-out order (seconds, wall clock).
 struct BatchTiming {
   double fetch_s = 0;      // Dataset::fetch: read + decode + assemble
   double transform_s = 0;  // every BatchTransform
-  double produce_s = 0;    // fetch_s + transform_s
+  double copy_s = 0;       // to the devices of DataLoaderOptions::devices (0 without)
+  double produce_s = 0;    // fetch_s + transform_s + copy_s
   double wait_s = 0;       // how long next() blocked the consumer for this batch
 };
 
@@ -72,7 +79,7 @@ class DataLoader {
     int64_t epoch = 0;
     std::optional<Batch> batch;  // nullopt with no error: the end of the epoch
     std::exception_ptr error;
-    double fetch_s = 0, transform_s = 0;
+    double fetch_s = 0, transform_s = 0, copy_s = 0;
   };
   Item draw();  // the sampler's next batch and position; with mutex_ held while workers run
   void produce(Item& item) const;

@@ -21,6 +21,10 @@ class CudaAllocator final : public CachingDeviceAllocator {
   void copy_to_host(void* host, const void* device, size_t bytes, int32_t index) override;
   void copy_from_host(void* device, const void* host, size_t bytes, int32_t index) override;
   void synchronize(int32_t index) override;
+  // Page-locked host memory from a cache (cudaHostAlloc synchronises the device), and copies from
+  // it on a non-blocking stream of the device's own (cuda_staging.cpp).
+  std::shared_ptr<void> allocate_staging(size_t bytes, int32_t index) override;
+  void copy_from_staging(void* device, const void* staging, size_t bytes, int32_t index) override;
   // CUDA events on the default stream, where the backend's operators run.
   std::unique_ptr<DeviceTimer> make_timer(int32_t index) override;
   // Overwrites a buffer of twice the L2 cache, kept for the process.
@@ -33,6 +37,10 @@ class CudaAllocator final : public CachingDeviceAllocator {
   void raw_free(void* data, int32_t index) override;
 
  private:
+  struct Staging;
+  std::shared_ptr<Staging> staging();
+  std::mutex staging_mutex_;
+  std::shared_ptr<Staging> staging_;
   std::mutex flush_mutex_;
   std::unordered_map<int32_t, std::shared_ptr<void>> flush_buffers_;
   std::unordered_map<int32_t, size_t> flush_bytes_;

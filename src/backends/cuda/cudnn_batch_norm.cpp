@@ -10,6 +10,7 @@
 // with one set of statistics per position, which is cuDNN's spatial mode over that view.
 #include "batch_norm_kernels.h"
 #include "cudnn_common.h"
+#include "deep500/spi/sparse_output_gradients.h"
 
 // See cudnn_common.h: the legacy API is deprecated in cuDNN 9 and used here on purpose.
 #pragma GCC diagnostic push
@@ -19,7 +20,7 @@ namespace d5::cuda {
 
 namespace {
 
-class BatchNormOp final : public CudaOp {
+class BatchNormOp final : public CudaOp, public SparseOutputGradients {
  public:
   explicit BatchNormOp(const OpSpec& s) : CudaOp(s) {
     const Shape& x = s.inputs[0].shape;

@@ -19,6 +19,8 @@
 #include <optional>
 
 #include "cudnn_common.h"
+#include "deep500/core/math_mode.h"
+#include "deep500/spi/selective_backward.h"
 #include "deep500/spi/shape_rules.h"
 
 // See cudnn_common.h: the legacy API is deprecated in cuDNN 9 and used here on purpose.
@@ -61,18 +63,22 @@ bool direct_sum(cudnnConvolutionBwdFilterAlgo_t a) {
 }
 
 // What a chosen algorithm may do: round f32 operands to TF32 (and transform them, FFT/Winograd),
-// or, for f16/bf16 operands, run on tensor cores while still summing products directly.
-enum class ConvMath { strict_f32, tf32, tensor_core };
+// transform f32 operands without rounding them to TF32 and sum in any order (any_f32: --math
+// fast), or, for f16/bf16 operands, run on tensor cores while still summing products directly.
+enum class ConvMath { strict_f32, tf32, any_f32, tensor_core };
 
 // From cuDNN's results (fastest first): the first that ran, fits `limit` and keeps to `math`; with
-// `prefer_deterministic`, the first deterministic one of those if there is one.
+// `prefer_deterministic` (every math but any_f32), the first deterministic one of those if there
+// is one.
 template <typename Perf>
-const Perf* choose(const std::vector<Perf>& results, int count, size_t limit, ConvMath math, bool prefer_deterministic) {
+const Perf* choose(const std::vector<Perf>& results, int count, size_t limit, ConvMath math, bool backward) {
+  const bool prefer_deterministic = backward && math != ConvMath::any_f32;
   auto usable = [&](const Perf& p) {
     const bool tensor_op = p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-    const bool allowed = math == ConvMath::tf32 ||
-                         (direct_sum(p.algo) && (math == ConvMath::tensor_core ? p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
-                                                                               : !tensor_op));
+    const bool allowed =
+        math == ConvMath::tf32 || (math == ConvMath::any_f32 && !tensor_op) ||
+        (direct_sum(p.algo) &&
+         (math == ConvMath::tensor_core ? p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : !tensor_op));
     return p.status == CUDNN_STATUS_SUCCESS && p.memory <= limit && allowed;
   };
   const auto n = static_cast<size_t>(std::clamp(count, 0, static_cast<int>(results.size())));
@@ -125,7 +131,8 @@ Geometry geometry_of(const OpSpec& s, const Shape& y, bool transposed) {
   return g;
 }
 
-class ConvOp final : public CudaOp {
+// SelectiveBackward: a data gradient nobody needs (the first layer's) is not computed.
+class ConvOp final : public CudaOp, public SelectiveBackward {
  public:
   ConvOp(const OpSpec& s, bool transposed) : CudaOp(s), transposed_(transposed) {
     dtype_ = s.inputs[0].dtype;
@@ -140,7 +147,10 @@ class ConvOp final : public CudaOp {
     refuse_beyond_int(sem_.outputs[0].shape, "Y");
     const Geometry g = geometry_of(s, sem_.outputs[0].shape, transposed);
     bias_ = s.has_input(2);
-    math_ = dtype_ != DType::f32 ? ConvMath::tensor_core : allow_tf32() ? ConvMath::tf32 : ConvMath::strict_f32;
+    math_ = dtype_ != DType::f32               ? ConvMath::tensor_core
+            : allow_tf32()                     ? ConvMath::tf32
+            : f32_math() == F32Math::fast      ? ConvMath::any_f32
+                                               : ConvMath::strict_f32;
     const cudnnDataType_t type = cudnn_type(dtype_);
     set_packed(x_, g.x, type);
     set_packed(y_, g.y, type);
@@ -283,10 +293,10 @@ class ConvOp final : public CudaOp {
 
   void choose_algorithms(size_t limit);
 
-  // Sets a direction's math type to the one its chosen algorithm was timed with (strict f32 has
+  // Sets a direction's math type to the one its chosen algorithm was timed with (FMA math has
   // only the one it was set to).
   void use_math(const CudnnConvolution& c, cudnnMathType_t m) const {
-    if (math_ != ConvMath::strict_f32) check_cudnn(cudnnSetConvolutionMathType(c.get(), m), "cudnnSetConvolutionMathType");
+    if (math_ == ConvMath::tf32 || math_ == ConvMath::tensor_core) check_cudnn(cudnnSetConvolutionMathType(c.get(), m), "cudnnSetConvolutionMathType");
   }
 
   CudnnTensor x_, y_, y_planes_, b_;  // b_: [1, M, 1, 1]

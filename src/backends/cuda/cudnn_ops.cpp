@@ -9,7 +9,8 @@ void register_cudnn_ops(OpRegistry& r) {
          {.backward = true,
           .any_dtype = true,
           .notes = "1-D, 2-D, 3-D; algorithms found by timing at creation within the workspace limit (default "
-                   "256 MiB), deterministic backward preferred, FFT/Winograd only with TF32 allowed; refuses pads "
+                   "256 MiB), deterministic backward preferred and FFT/Winograd only with --math tf32 or fast (fast: any "
+                   "algorithm, non-deterministic ones too); refuses pads "
                    "that differ at the two ends of an axis when they change the output extent; f16 and bf16 on "
                    "tensor cores (f32 accumulation), without bias"});
   add_op(r, "ConvTranspose", make_cudnn_conv_transpose,

@@ -1,7 +1,10 @@
 // Element-wise kernels (elementwise_kernels.h). Grid-stride loops over 64-bit indices; one thread
 // per element keeps every result independent of the launch shape, so runs agree bit for bit.
 #include "kernel_grid.h"
+#include <climits>
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
 
 #include "elementwise_kernels.h"
 
@@ -81,28 +84,77 @@ __device__ float derivative(Unary op, const UnaryParams& p, float x, float y) {
   return 0;
 }
 
-__global__ void unary_forward_kernel(Unary op, UnaryParams p, const float* x, float* y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = apply(op, p, x[i]);
+// Whether f'(x) is computed from y = f(x): the others never read y.
+__host__ __device__ constexpr bool derivative_reads_y(Unary op) {
+  return op == Unary::Sigmoid || op == Unary::Tanh || op == Unary::Elu || op == Unary::Sqrt || op == Unary::Exp ||
+         op == Unary::Reciprocal;
 }
 
-__global__ void unary_backward_kernel(Unary op, UnaryParams p, const float* x, const float* y, const float* gy,
-                                      float* gx, int64_t n) {
+// One instantiation per function: the switch folds away, and a backward pass that does not need
+// y does not read it (a third less memory traffic for Relu's).
+template <Unary Op>
+__global__ void unary_forward_kernel(UnaryParams p, const float* x, float* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    gx[i] = gy[i] * derivative(op, p, x[i], y[i]);
+    y[i] = apply(Op, p, x[i]);
+}
+
+template <Unary Op>
+__global__ void unary_backward_kernel(UnaryParams p, const float* x, const float* y, const float* gy, float* gx,
+                                      int64_t n) {
+  constexpr bool kReadsY = derivative_reads_y(Op);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    gx[i] = gy[i] * derivative(Op, p, x[i], kReadsY ? y[i] : 0.0f);
+}
+
+// Runs `launch` with `op` as a compile-time constant.
+template <typename Launch>
+void with_unary(Unary op, Launch&& launch) {
+  using U = Unary;
+  switch (op) {
+#define D5_UNARY_CASE(name) \
+  case U::name: launch(std::integral_constant<U, U::name>{}); break;
+    D5_UNARY_CASE(Relu) D5_UNARY_CASE(LeakyRelu) D5_UNARY_CASE(Sigmoid) D5_UNARY_CASE(Tanh) D5_UNARY_CASE(Elu)
+    D5_UNARY_CASE(Selu) D5_UNARY_CASE(Gelu) D5_UNARY_CASE(GeluTanh) D5_UNARY_CASE(Softplus) D5_UNARY_CASE(Erf)
+    D5_UNARY_CASE(Mish) D5_UNARY_CASE(HardSigmoid) D5_UNARY_CASE(HardSwish) D5_UNARY_CASE(Sqrt) D5_UNARY_CASE(Exp)
+    D5_UNARY_CASE(Log) D5_UNARY_CASE(Neg) D5_UNARY_CASE(Abs) D5_UNARY_CASE(Reciprocal) D5_UNARY_CASE(Clip)
+#undef D5_UNARY_CASE
+  }
 }
 
 struct Offsets {
   int64_t a = 0, b = 0;
 };
 
+// How a binary kernel finds its operands' elements: both operands laid out as the output (no
+// index arithmetic: residual Adds, gradients), or through the broadcast strides, in 32-bit
+// arithmetic when every index fits (64-bit division costs tens of instructions per axis, which
+// made a residual Add compute-bound).
+enum class Indexing { dense, narrow, wide };
+
+template <Indexing M>
 __device__ Offsets offsets_of(const Broadcast& bc, int64_t i) {
   Offsets o;
-  for (int k = bc.rank - 1; k >= 0; --k) {
-    const int64_t c = i % bc.dims[k];
-    i /= bc.dims[k];
-    o.a += c * bc.a_strides[k];
-    o.b += c * bc.b_strides[k];
+  if constexpr (M == Indexing::dense) {
+    o.a = o.b = i;
+  } else if constexpr (M == Indexing::narrow) {
+    auto r = static_cast<uint32_t>(i);
+    uint32_t a = 0, b = 0;
+    for (int k = bc.rank - 1; k >= 0; --k) {
+      const auto d = static_cast<uint32_t>(bc.dims[k]);
+      const uint32_t c = r % d;
+      r /= d;
+      a += c * static_cast<uint32_t>(bc.a_strides[k]);
+      b += c * static_cast<uint32_t>(bc.b_strides[k]);
+    }
+    o.a = a;
+    o.b = b;
+  } else {
+    for (int k = bc.rank - 1; k >= 0; --k) {
+      const int64_t c = i % bc.dims[k];
+      i /= bc.dims[k];
+      o.a += c * bc.a_strides[k];
+      o.b += c * bc.b_strides[k];
+    }
   }
   return o;
 }
@@ -120,19 +172,21 @@ __device__ float combine(Binary op, float a, float b) {
   return 0;
 }
 
+template <Indexing M>
 __global__ void binary_forward_kernel(Binary op, Broadcast bc, const float* a, const float* b, float* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const Offsets o = offsets_of(bc, i);
+    const Offsets o = offsets_of<M>(bc, i);
     y[i] = combine(op, a[o.a], b[o.b]);
   }
 }
 
 // The reference's gradients (src/backends/reference/ops/binary.cpp): Pow's d/da is 0 where b = 0
 // and its d/db is 0 where a <= 0.
+template <Indexing M>
 __global__ void binary_backward_kernel(Binary op, Broadcast bc, const float* a, const float* b, const float* y,
                                        const float* gy, float* ga, float* gb, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const Offsets o = offsets_of(bc, i);
+    const Offsets o = offsets_of<M>(bc, i);
     const float av = a[o.a], bv = b[o.b], g = gy[i];
     float da = 0, db = 0;
     switch (op) {
@@ -152,9 +206,35 @@ __global__ void binary_backward_kernel(Binary op, Broadcast bc, const float* a, 
   }
 }
 
+template <Indexing M>
 __global__ void broadcast_scaled_kernel(Broadcast bc, const float* a, float scale, float* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
-    y[i] = scale * a[offsets_of(bc, i).a];
+    y[i] = scale * a[offsets_of<M>(bc, i).a];
+}
+
+// The cheapest indexing that is right for `bc` over `n` output elements (`with_b`: whether the
+// kernel reads the second operand). An operand is dense when its strides are the output's
+// row-major ones on every axis longer than 1; an operand's offsets never exceed n, the output's
+// size, since broadcast axes have stride 0.
+Indexing indexing_of(const Broadcast& bc, int64_t n, bool with_b) {
+  bool dense = true;
+  int64_t stride = 1;
+  for (int k = bc.rank - 1; k >= 0; --k) {
+    if (bc.dims[k] != 1 && (bc.a_strides[k] != stride || (with_b && bc.b_strides[k] != stride))) dense = false;
+    stride *= bc.dims[k];
+  }
+  if (dense) return Indexing::dense;
+  return n <= INT32_MAX ? Indexing::narrow : Indexing::wide;
+}
+
+// Runs `launch` with the kernel instantiation for `bc`'s indexing.
+template <typename Launch>
+void with_indexing(const Broadcast& bc, int64_t n, bool with_b, Launch&& launch) {
+  switch (indexing_of(bc, n, with_b)) {
+    case Indexing::dense: launch(std::integral_constant<Indexing, Indexing::dense>{}); break;
+    case Indexing::narrow: launch(std::integral_constant<Indexing, Indexing::narrow>{}); break;
+    case Indexing::wide: launch(std::integral_constant<Indexing, Indexing::wide>{}); break;
+  }
 }
 
 __global__ void masked_scale_kernel(const float* x, const uint8_t* mask, double scale, float* y, int64_t n) {
@@ -206,26 +286,35 @@ __global__ void sum_to_shape_kernel(SumShape sh, const float* src, float* dst, i
 }  // namespace
 
 void unary_forward(Unary op, const UnaryParams& p, const float* x, float* y, int64_t n, cudaStream_t s) {
-  if (n > 0) unary_forward_kernel<<<blocks_for(n), kThreads, 0, s>>>(op, p, x, y, n);
+  if (n <= 0) return;
+  with_unary(op, [&](auto u) { unary_forward_kernel<decltype(u)::value><<<blocks_for(n), kThreads, 0, s>>>(p, x, y, n); });
 }
 
 void unary_backward(Unary op, const UnaryParams& p, const float* x, const float* y, const float* gy, float* gx,
                     int64_t n, cudaStream_t s) {
-  if (n > 0) unary_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(op, p, x, y, gy, gx, n);
+  if (n <= 0) return;
+  with_unary(op, [&](auto u) {
+    unary_backward_kernel<decltype(u)::value><<<blocks_for(n), kThreads, 0, s>>>(p, x, y, gy, gx, n);
+  });
 }
 
 void binary_forward(Binary op, const Broadcast& b, const float* a, const float* bv, float* y, int64_t n,
                     cudaStream_t s) {
-  if (n > 0) binary_forward_kernel<<<blocks_for(n), kThreads, 0, s>>>(op, b, a, bv, y, n);
+  if (n <= 0) return;
+  with_indexing(b, n, true, [&](auto m) { binary_forward_kernel<decltype(m)::value><<<blocks_for(n), kThreads, 0, s>>>(op, b, a, bv, y, n); });
 }
 
 void binary_backward(Binary op, const Broadcast& b, const float* a, const float* bv, const float* y,
                      const float* gy, float* ga_full, float* gb_full, int64_t n, cudaStream_t s) {
-  if (n > 0) binary_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(op, b, a, bv, y, gy, ga_full, gb_full, n);
+  if (n <= 0) return;
+  with_indexing(b, n, true, [&](auto m) {
+    binary_backward_kernel<decltype(m)::value><<<blocks_for(n), kThreads, 0, s>>>(op, b, a, bv, y, gy, ga_full, gb_full, n);
+  });
 }
 
 void broadcast_scaled(const Broadcast& b, const float* a, float scale, float* y, int64_t n, cudaStream_t s) {
-  if (n > 0) broadcast_scaled_kernel<<<blocks_for(n), kThreads, 0, s>>>(b, a, scale, y, n);
+  if (n <= 0) return;
+  with_indexing(b, n, false, [&](auto m) { broadcast_scaled_kernel<decltype(m)::value><<<blocks_for(n), kThreads, 0, s>>>(b, a, scale, y, n); });
 }
 
 void masked_scale(const float* x, const uint8_t* mask, double scale, float* y, int64_t n, cudaStream_t s) {

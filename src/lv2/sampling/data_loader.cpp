@@ -2,6 +2,9 @@
 // (include/deep500/train/data_loader.h, docs/data-loader.md).
 #include "deep500/train/data_loader.h"
 
+#include <cstring>
+
+#include "deep500/core/device_allocator.h"
 #include "deep500/core/error.h"
 #include "deep500/metrics/timer.h"
 
@@ -34,6 +37,31 @@ DataLoader::~DataLoader() {
   for (auto& w : workers_) w.join();
 }
 
+namespace {
+
+// The batch's tensor `name` replaced by a copy on `device`, through the device's staging memory
+// where it has some (the copy then runs beside the device's compute), else a plain copy.
+void place_on_device(Batch& batch, const std::string& name, Device device) {
+  auto it = batch.find(name);
+  if (it == batch.end() || it->second.device() == device) return;
+  const Tensor& host = it->second;
+  D5_CHECK_ARG(host.on_host(), "batch tensor '{}' is on {}, not on the host: the loader copies host tensors to {}",
+               name, host.device().to_string(), device.to_string());
+  DeviceAllocator& a = allocator_for(device);
+  Tensor out = Tensor::uninitialized(host.desc(), device);
+  const size_t bytes = host.bytes();
+  if (std::shared_ptr<void> staging = bytes > 0 ? a.allocate_staging(bytes, device.index) : nullptr) {
+    std::memcpy(staging.get(), host.data(), bytes);
+    a.copy_from_staging(out.data(), staging.get(), bytes, device.index);
+  } else if (bytes > 0) {
+    a.copy_from_host(out.data(), host.data(), bytes, device.index);
+    a.synchronize(device.index);
+  }
+  it->second = std::move(out);
+}
+
+}  // namespace
+
 void DataLoader::produce(Item& item) const {
   try {
     const int64_t t0 = wall_now_ns();
@@ -42,6 +70,11 @@ void DataLoader::produce(Item& item) const {
     const int64_t t1 = wall_now_ns();
     for (const auto& t : transforms_) t->apply(batch, item.indices, item.epoch);
     item.transform_s = seconds_since(t1);
+    if (!options_.devices.empty()) {
+      const int64_t t2 = wall_now_ns();
+      for (const auto& [name, device] : options_.devices) place_on_device(batch, name, device);
+      item.copy_s = seconds_since(t2);
+    }
     item.batch = std::move(batch);
   } catch (...) {
     item.error = std::current_exception();
@@ -67,7 +100,8 @@ std::optional<Batch> DataLoader::hand_out(Item item, double wait_s) {
     return std::nullopt;
   }
   last_indices_ = std::move(item.indices);
-  timings_.push_back(BatchTiming{item.fetch_s, item.transform_s, item.fetch_s + item.transform_s, wait_s});
+  timings_.push_back(BatchTiming{item.fetch_s, item.transform_s, item.copy_s,
+                                 item.fetch_s + item.transform_s + item.copy_s, wait_s});
   if (item.error) std::rethrow_exception(item.error);
   return std::move(item.batch);
 }

@@ -362,7 +362,9 @@ void Trainer::take_step(Run& run, const Batch& batch, std::chrono::steady_clock:
   if (run.train_acc && progress_.step % o.train_accuracy_every == 0) {
     auto logits = outputs.find(o.logits);
     D5_CHECK(logits != outputs.end(), Internal, "the training step returned no '{}'", o.logits);
-    const Tensor& labels = feeds.at(o.labels);
+    // Labels the loader put on a device are read back for the metric (every train_accuracy_every steps).
+    const Tensor& fed = feeds.at(o.labels);
+    const Tensor labels = fed.on_host() ? fed : fed.to(Device::cpu());
     run.train_acc->reset();
     run.train_acc->observe(logits->second, labels, logits->second.shape()[0]);
     result.train_accuracy.push_back(

@@ -59,6 +59,28 @@ TEST(CudaMemory, ZeroedTensorsReadBackAsZeros) {
   for (int64_t i = 0; i < h.numel(); ++i) EXPECT_EQ(h.data_as<double>()[i], 0.0) << i;
 }
 
+// The data loader's path: page-locked staging memory from a cache, copied on the copy stream.
+TEST(CudaMemory, StagedCopiesArriveAndStagingBuffersAreReused) {
+  D5_REQUIRE_GPU();
+  const Device gpu = parse_device("cuda:0");
+  DeviceAllocator& a = allocator_for(gpu);
+  const Tensor x = Tensor::from_values<float>(Shape{5}, {1.5f, -2, 3, 0.25f, -7});
+  void* first = nullptr;
+  for (int round = 0; round < 2; ++round) {
+    std::shared_ptr<void> staging = a.allocate_staging(x.bytes(), 0);
+    ASSERT_TRUE(staging) << "CUDA has page-locked staging memory";
+    if (round == 0) first = staging.get();
+    if (round == 1) {
+      EXPECT_EQ(staging.get(), first) << "the freed staging block is reused";
+    }
+    std::memcpy(staging.get(), x.data(), x.bytes());
+    Tensor on_gpu = Tensor::uninitialized(x.desc(), gpu);
+    a.copy_from_staging(on_gpu.data(), staging.get(), x.bytes(), 0);
+    const Tensor back = on_gpu.to(Device::cpu());
+    EXPECT_EQ(std::memcmp(back.data(), x.data(), x.bytes()), 0) << "round " << round;
+  }
+}
+
 TEST(CudaMemory, OutOfMemoryNamesTheSizes) {
   D5_REQUIRE_GPU();
   try {

@@ -258,12 +258,18 @@ TEST_F(ExecutorDevices, TheBreakdownTimesDeviceOperatorsWithTheDeviceClock) {
 
 // d5 net on a device: the copies of a steady-state call and the device's high-water mark over one
 // call are metrics of the case.
-TEST_F(ExecutorDevices, NetBenchCountsSteadyStateCopiesAndTheDevicePeak) {
+// The executor "testdev" for bench_network: testdev first, the reference after, resident parameters.
+void register_testdev_executor() {
   register_executor("testdev", [](Network& net, const ExecutorOptions&) -> std::unique_ptr<GraphExecutor> {
     OperatorExecutorOptions o;
     o.resident_parameters = true;
     return std::make_unique<OperatorExecutor>(net, "testdev", std::vector<std::string>{"testdev", "reference"}, o);
   });
+}
+
+// d5 net's train-step benchmark of the MLP on the "testdev" executor.
+std::vector<CaseResult> bench_mlp_on_testdev(bool resident_io) {
+  register_testdev_executor();
   Network net = test::mlp(4, 6, 8, 3);
   NetBenchOptions o;
   o.backends = {"testdev"};
@@ -271,7 +277,12 @@ TEST_F(ExecutorDevices, NetBenchCountsSteadyStateCopiesAndTheDevicePeak) {
   o.loss = "loss_value";
   o.run.min_runs = 3;
   o.run.max_runs = 5;
-  const auto cases = bench_network(net, o);
+  o.resident_io = resident_io;
+  return bench_network(net, o);
+}
+
+TEST_F(ExecutorDevices, NetBenchCountsSteadyStateCopiesAndTheDevicePeak) {
+  const auto cases = bench_mlp_on_testdev(false);
   ASSERT_EQ(cases.size(), 1u);
   ASSERT_EQ(cases[0].state, CaseState::Passed) << cases[0].detail;
   auto metric = [&](const std::string& name) -> const MetricRecord& {
@@ -289,6 +300,50 @@ TEST_F(ExecutorDevices, NetBenchCountsSteadyStateCopiesAndTheDevicePeak) {
   EXPECT_EQ(peak.info["device"], "testmem:0");
   EXPECT_GE(peak.samples.at(0), 8 * 512);
   EXPECT_LE(peak.samples.at(0), static_cast<double>(test::test_memory_allocator()->stats(0).reserved_bytes));
+}
+
+// --resident-io: after validation the feed x sits on the device, where its reader runs, and the
+// logits stay there; only the host loss's input and its gradient still cross.
+TEST_F(ExecutorDevices, NetBenchWithResidentIoCopiesOnlyWhatCrossesInsideTheGraph) {
+  const auto cases = bench_mlp_on_testdev(true);
+  ASSERT_EQ(cases.size(), 1u);
+  ASSERT_EQ(cases[0].state, CaseState::Passed) << cases[0].detail;
+  EXPECT_EQ(cases[0].params["resident_io"]["x"], "testmem:0");
+  EXPECT_EQ(cases[0].params["resident_io"]["labels"], "cpu");
+  for (const auto& m : cases[0].metrics) {
+    if (m.name == "transfers") {
+      EXPECT_EQ(m.samples, std::vector<double>{2});
+    } else if (m.name == "transfer_bytes") {
+      EXPECT_EQ(m.samples, std::vector<double>{4 * (12 + 12)});
+    }
+  }
+}
+
+// outputs_on_device: outputs come back where they were made; with x placed where
+// feed_devices() says, the values equal a host-only run's and no feed crosses.
+TEST_F(ExecutorDevices, OutputsStayOnTheirDeviceWhenAsked) {
+  Network net = test::mlp(4, 6, 8, 3);
+  const auto feeds = test::feeds_for(net, 3);
+  Network host_net = test::mlp(4, 6, 8, 3);
+  ReferenceExecutor host(host_net);
+  const TensorMap want = host.inference_and_backprop(feeds, "loss_value");
+  OperatorExecutor ex = on_two_devices(net, true);
+  const auto devices = ex.feed_devices("loss_value");
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_EQ(devices.at("x"), test::test_memory_device());
+  EXPECT_EQ(devices.at("labels"), Device::cpu());
+  auto options = ex.options();
+  options.outputs_on_device = true;
+  ex.set_options(options);
+  TensorMap placed = feeds;
+  placed["x"] = feeds.at("x").to(devices.at("x"));
+  ex.inference_and_backprop(placed, "loss_value");
+  const TensorMap got = ex.inference_and_backprop(placed, "loss_value");
+  EXPECT_EQ(ex.memory().transfers, 2);  // the logits to the host loss, their gradient back
+  ASSERT_EQ(got.at("logits").device(), test::test_memory_device());
+  expect_equal(got.at("logits").to(Device::cpu()), want.at("logits"), "logits");
+  ASSERT_TRUE(got.at("loss_value").on_host());
+  expect_equal(got.at("loss_value"), want.at("loss_value"), "loss");
 }
 
 // A constant read only on the device (as batch normalization's running statistics are) is copied

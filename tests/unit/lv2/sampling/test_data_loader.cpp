@@ -11,6 +11,7 @@
 #include "deep500/train/data_loader.h"
 #include "deep500/train/samplers.h"
 #include "table_dataset.h"
+#include "../../test_memory_device.h"
 
 namespace d5 {
 namespace {
@@ -214,6 +215,46 @@ TEST(DataLoader, DestroyingWithBatchesInFlightJoinsTheWorkers) {
     auto loader = make_loader(ds, "shuffle", 16, 4);
     ASSERT_TRUE(loader->next());
   }
+}
+
+// Device batches: the named tensor comes out on the device with the bytes the host loader gives,
+// copied through the device's staging memory (one staged copy per batch), or by a plain copy on a
+// device without staging memory; the other tensors stay on the host. With and without prefetch.
+TEST(DataLoader, DeviceBatchesCarryTheHostLoadersValues) {
+  const auto alloc = test::test_memory_allocator("testmem-loader");
+  const Device device = test::test_memory_device(0, "testmem-loader");
+  TableDataset ds = TableDataset::cyclic(37, 3);
+  auto host = make_loader(ds, "shuffle", 0, 1);
+  const std::vector<Seen> expected = run_epochs(*host, 2);
+  for (const bool staging : {true, false}) {
+    alloc->staging = staging;
+    for (const auto& [prefetch, workers] : {std::pair{0, 1}, std::pair{4, 2}}) {
+      const int staged = alloc->staged_copies, plain = alloc->copies_from_host;
+      DataLoader loader(ds, make_sampler("shuffle", ds, 4, false, 5),
+                        DataLoaderOptions{prefetch, workers, {{kDataInput, device}}},
+                        {std::make_shared<TagTransform>()});
+      std::vector<Seen> seen;
+      for (int e = 0; e < 2; ++e) {
+        while (auto b = loader.next()) {
+          ASSERT_EQ(b->at(kDataInput).device(), device);
+          ASSERT_TRUE(b->at(kDataLabels).on_host());
+          ASSERT_TRUE(b->at("tag").on_host());
+          (*b)[kDataInput] = b->at(kDataInput).to(Device::cpu());
+          seen.push_back(record(loader, *b));
+        }
+        if (e == 0) loader.start_next_epoch();  // not after the last: it would prefetch a third epoch
+      }
+      EXPECT_EQ(seen, expected) << "staging " << staging << ", prefetch " << prefetch;
+      const auto batches = static_cast<int>(expected.size());
+      EXPECT_EQ(alloc->staged_copies - staged, staging ? batches : 0);
+      EXPECT_EQ(alloc->copies_from_host - plain, staging ? 0 : batches);
+      for (const BatchTiming& t : loader.timings()) {
+        EXPECT_GE(t.copy_s, 0);
+        EXPECT_DOUBLE_EQ(t.produce_s, t.fetch_s + t.transform_s + t.copy_s);
+      }
+    }
+  }
+  alloc->staging = false;
 }
 
 TEST(DataLoader, RefusesMismatchedSamplerAndBadOptions) {

@@ -20,6 +20,7 @@
 #include "deep500/metrics/standard_metrics.h"
 #include "deep500/train/trainer.h"
 #include "train_fixtures.h"
+#include "../../test_memory_device.h"
 
 namespace d5 {
 namespace {
@@ -346,11 +347,15 @@ TEST_F(TrainerTest, ResumedRunIsBitwiseEqualToTheUninterruptedOne) {
 }
 
 // A DataLoader that prefetches hands out the sampler's batches in the sampler's order: training
-// through it gives the parameters of training through the sampler directly, bit for bit.
+// through it gives the parameters of training through the sampler directly, bit for bit; so does
+// a loader that hands the input and the labels out on a device (the tests' host-memory one,
+// through its staging memory), which the executor copies back and the training accuracy reads.
 TEST_F(TrainerTest, LoaderWithPrefetchTrainsLikeTheSampler) {
   register_builtin_backends();
   const test::LearnableSet train(40, 1);
-  auto params_after = [&](bool through_loader) {
+  const Device device = test::test_memory_device(0, "testmem-trainer");
+  test::test_memory_allocator("testmem-trainer")->staging = true;
+  auto params_after = [&](bool through_loader, bool on_device = false) {
     Network net = test::learnable_mlp(8);
     auto ex = make_executor(net, "reference");
     auto adam = make_optimizer("adam", {{"lr", 1e-2}});
@@ -358,9 +363,14 @@ TEST_F(TrainerTest, LoaderWithPrefetchTrainsLikeTheSampler) {
     TrainingOptions o;
     o.epochs = 3;
     if (through_loader) {
-      DataLoader loader(train, std::move(sampler), DataLoaderOptions{2, 2});
+      DataLoaderOptions lo{2, 2};
+      if (on_device) lo.devices = {{kDataInput, device}, {kDataLabels, device}};
+      DataLoader loader(train, std::move(sampler), lo);
       const TrainingResult r = test_training(*ex, loader, nullptr, *adam, o);
       EXPECT_EQ(r.steps, 15);
+      if (on_device) {
+        EXPECT_EQ(r.train_accuracy.size(), 15u);
+      }
       EXPECT_EQ(loader.epoch(), 3);
     } else {
       const TrainingResult r = test_training(*ex, train, nullptr, *adam, *sampler, o);
@@ -370,11 +380,14 @@ TEST_F(TrainerTest, LoaderWithPrefetchTrainsLikeTheSampler) {
     for (const std::string& p : net.get_params()) params.push_back(net.fetch_tensor(p).clone());
     return params;
   };
-  const auto direct = params_after(false), loaded = params_after(true);
+  const auto direct = params_after(false), loaded = params_after(true), on_device = params_after(true, true);
   ASSERT_EQ(direct.size(), loaded.size());
+  ASSERT_EQ(direct.size(), on_device.size());
   for (size_t i = 0; i < direct.size(); ++i) {
     EXPECT_EQ(std::memcmp(direct[i].data(), loaded[i].data(), direct[i].bytes()), 0) << i;
+    EXPECT_EQ(std::memcmp(direct[i].data(), on_device[i].data(), direct[i].bytes()), 0) << i;
   }
+  EXPECT_GE(test::test_memory_allocator("testmem-trainer")->staged_copies, 30);
 }
 
 // The loss head computes what the zoo's own loss computes for the same parameters and batch.
