@@ -375,8 +375,8 @@ Command register_train(CLI::App& app, const GlobalOptions& g) {
                   "sequence-ce, mse, ctc")
       ->check(CLI::IsMember(loss_head_names()));
   cmd->add_option("--quality", o->quality,
-                  "Measures of every test pass, comma-separated: accuracy, top<k>, exact_match, perplexity, mse, mae, "
-                  "cer (default: the loss head's)")
+                  "Measures of every test pass, comma-separated: accuracy, top<k>, exact_match, perplexity, "
+                  "word_perplexity, mse, mae, cer (default: the loss head's)")
       ->delimiter(',');
   cmd->add_option("--ignore-index", o->ignore_index,
                   "The label of padding positions, which sequence-ce and the measures skip")

@@ -193,7 +193,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{{"info", "--format", "xml"}, "", 2, "xml"},
         BadInput{{"--threads", "-3", "info"}, "", 2, "threads"},
         BadInput{{"--threads", "many", "info"}, "", 2, "many"},
-        BadInput{{"--math", "fast", "info"}, "", 2, "fast"},
+        BadInput{{"--math", "tf16", "info"}, "", 2, "tf16"},
         BadInput{{"stats", "/nonexistent/samples.txt"}, "", 4, "cannot open"},
         BadInput{{"stats", "-"}, "1 2 x3\n", 4, "<stdin>:1: 'x3' is not a finite number"},
         BadInput{{"stats", "-"}, "", 2, "no samples"},

@@ -42,6 +42,10 @@ class Dataset {
   virtual int64_t sample_length(int64_t /*index*/) const { return 0; }
   // Token ids of a text set's input lie in [0, vocabulary()); 0 for sets whose input is not ids.
   virtual int64_t vocabulary() const { return 0; }
+  // Per class, for a set whose classes are a text vocabulary's pieces (a language model's
+  // targets): whether the piece begins a word. Empty for every other set. Per-word perplexity
+  // counts words by it (quality.h).
+  virtual std::vector<bool> word_starts() const { return {}; }
 };
 
 // A per-batch transformation a loader applies after fetch (augmentation, normalization). Random

@@ -46,10 +46,16 @@ class QualityMeasure {
 struct QualitySettings {
   int64_t ignore_index = kDefaultIgnoreIndex;
   int64_t blank = 0;  // the CTC blank class (cer)
+  // word_perplexity: per class, whether it begins a word (Dataset::word_starts).
+  std::vector<bool> word_starts = {};
 };
 
 // The measures by name, for help texts and errors: accuracy, top<k> (k >= 1, e.g. top5),
-// exact_match, perplexity, mse, mae, cer.
+// exact_match, perplexity, word_perplexity, mse, mae, cer. word_perplexity is exp of the same
+// summed negative log-likelihood as perplexity, divided by the words instead of the pieces: the
+// labelled positions whose label begins a word, plus one per row whose first labelled piece
+// continues a word that began before it. Observing it with settings without word_starts is an
+// InvalidArgument.
 std::vector<std::string> quality_measure_names();
 
 // InvalidArgument naming the known measures for an unknown name.

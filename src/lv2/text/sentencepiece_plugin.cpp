@@ -114,6 +114,22 @@ int64_t d5_spm_pieces(const void* processor) {
   return static_cast<const sentencepiece::SentencePieceProcessor*>(processor)->GetPieceSize();
 }
 
+int d5_spm_word_starts(const void* processor, uint8_t* starts, size_t count, char** error) {
+  try {
+    const auto* p = static_cast<const sentencepiece::SentencePieceProcessor*>(processor);
+    if (count > static_cast<size_t>(p->GetPieceSize())) return fail(error, "more ids asked for than the model has");
+    static constexpr std::string_view kWordBoundary = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+    for (size_t id = 0; id < count; ++id) {
+      const int i = static_cast<int>(id);
+      const bool piece = !p->IsControl(i) && !p->IsUnknown(i) && !p->IsUnused(i);
+      starts[id] = piece && p->IdToPiece(i).starts_with(kWordBoundary) ? 1 : 0;
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(error, e.what());
+  }
+}
+
 void d5_spm_unload(void* processor) { delete static_cast<sentencepiece::SentencePieceProcessor*>(processor); }
 
 void d5_spm_release(void* buffer) { std::free(buffer); }

@@ -20,6 +20,9 @@ int d5_spm_load(const char* model, size_t model_size, void** processor, char** e
 int d5_spm_encode(const void* processor, const char* text, size_t length, int32_t** ids, size_t* count,
                   char** error);
 int64_t d5_spm_pieces(const void* processor);
+// starts[id] = 1 where piece `id` begins a word (SentencePiece marks those with U+2581), else 0,
+// for ids in [0, count), count at most d5_spm_pieces.
+int d5_spm_word_starts(const void* processor, uint8_t* starts, size_t count, char** error);
 void d5_spm_unload(void* processor);
 void d5_spm_release(void* buffer);
 

@@ -24,6 +24,7 @@ struct Plugin {
   decltype(&d5_spm_load) load;
   decltype(&d5_spm_encode) encode;
   decltype(&d5_spm_pieces) pieces;
+  decltype(&d5_spm_word_starts) word_starts;
   decltype(&d5_spm_unload) unload;
   decltype(&d5_spm_release) release;
 };
@@ -50,6 +51,7 @@ const Plugin& plugin() {
                   symbol<decltype(&d5_spm_load)>(h, "d5_spm_load", path),
                   symbol<decltype(&d5_spm_encode)>(h, "d5_spm_encode", path),
                   symbol<decltype(&d5_spm_pieces)>(h, "d5_spm_pieces", path),
+                  symbol<decltype(&d5_spm_word_starts)>(h, "d5_spm_word_starts", path),
                   symbol<decltype(&d5_spm_unload)>(h, "d5_spm_unload", path),
                   symbol<decltype(&d5_spm_release)>(h, "d5_spm_release", path)};
   }();
@@ -111,5 +113,14 @@ std::vector<int32_t> SubwordTokenizer::encode(std::string_view text) const {
 }
 
 int64_t SubwordTokenizer::vocabulary() const { return plugin().pieces(processor_); }
+
+std::vector<bool> SubwordTokenizer::word_starts() const {
+  const Plugin& p = plugin();
+  std::vector<uint8_t> flags(static_cast<size_t>(vocabulary()));
+  char* error = nullptr;
+  D5_CHECK(p.word_starts(processor_, flags.data(), flags.size(), &error) == 0, Internal,
+           "SentencePiece could not list its word-initial pieces: {}", take(p, error));
+  return std::vector<bool>(flags.begin(), flags.end());
+}
 
 }  // namespace d5::text

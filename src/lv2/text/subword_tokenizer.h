@@ -30,6 +30,9 @@ class SubwordTokenizer {
 
   std::vector<int32_t> encode(std::string_view text) const;
   int64_t vocabulary() const;
+  // Per id: whether the piece begins a word (SentencePiece's U+2581 prefix); false for the pad
+  // and unknown ids. What per-word perplexity counts words by.
+  std::vector<bool> word_starts() const;
 
  private:
   void* processor_ = nullptr;

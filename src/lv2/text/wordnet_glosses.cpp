@@ -185,6 +185,9 @@ class WordNetGlossesDataset : public Dataset {
     return next_piece_ ? tokenizer_->vocabulary() : static_cast<int64_t>(wordnet_lexicographer_files().size());
   }
   int64_t vocabulary() const override { return tokenizer_->vocabulary(); }
+  std::vector<bool> word_starts() const override {
+    return next_piece_ ? tokenizer_->word_starts() : std::vector<bool>{};
+  }
   // next-piece too: the synset's file, for samplers that stratify by it.
   int64_t label(int64_t index) const override { return labels_[checked(index)]; }
   int64_t sample_length(int64_t index) const override { return lengths_[checked(index)]; }

@@ -151,7 +151,8 @@ class Perplexity : public ClassScoreMeasure {
   }
   double value() const override { return positions_ > 0 ? std::exp(nll_ / static_cast<double>(positions_)) : kNaN; }
 
- private:
+ protected:
+  double nll() const { return nll_; }
   void position(const float* scores, int64_t classes, int64_t label) override {
     // log-sum-exp in double around the maximum: no overflow for large logits.
     double top = scores[0];
@@ -161,8 +162,44 @@ class Perplexity : public ClassScoreMeasure {
     nll_ += top + std::log(sum) - static_cast<double>(scores[label]);
     ++positions_;
   }
+
+ private:
   double nll_ = 0;
   int64_t positions_ = 0;
+};
+
+// Perplexity per word of a language model over word pieces (quality.h): the pieces' summed
+// negative log-likelihood over the words they spell. Comparable across tokenizers, which
+// per-piece perplexity is not.
+class WordPerplexity : public Perplexity {
+ public:
+  explicit WordPerplexity(const QualitySettings& s) : Perplexity(s), word_starts_(s.word_starts) {}
+  std::string name() const override { return "word_perplexity"; }
+  void reset() override {
+    Perplexity::reset();
+    words_ = 0;
+  }
+  void observe(const Tensor& scores, const Tensor& labels, int64_t rows) override {
+    D5_CHECK_ARG(!word_starts_.empty(),
+                 "word_perplexity needs to know which classes begin a word: train a language model on a text set "
+                 "of word pieces (wordnet-glosses with task=next-piece), or use perplexity");
+    Perplexity::observe(scores, labels, rows);
+  }
+  double value() const override { return words_ > 0 ? std::exp(nll() / static_cast<double>(words_)) : kNaN; }
+
+ private:
+  void begin_row() override { first_ = true; }
+  void position(const float* scores, int64_t classes, int64_t label) override {
+    D5_CHECK_ARG(static_cast<size_t>(classes) == word_starts_.size(),
+                 "word_perplexity: the prediction has {} classes, the vocabulary {} pieces", classes,
+                 word_starts_.size());
+    if (word_starts_[static_cast<size_t>(label)] || first_) ++words_;
+    first_ = false;
+    Perplexity::position(scores, classes, label);
+  }
+  std::vector<bool> word_starts_;
+  int64_t words_ = 0;
+  bool first_ = true;
 };
 
 // Mean squared or absolute error of a prediction against an f32 target of its shape.
@@ -272,7 +309,7 @@ class CtcErrorRate : public QualityMeasure {
 }  // namespace
 
 std::vector<std::string> quality_measure_names() {
-  return {"accuracy", "top<k>", "exact_match", "perplexity", "mse", "mae", "cer"};
+  return {"accuracy", "top<k>", "exact_match", "perplexity", "word_perplexity", "mse", "mae", "cer"};
 }
 
 std::unique_ptr<QualityMeasure> make_quality_measure(const std::string& name, const QualitySettings& settings) {
@@ -284,6 +321,7 @@ std::unique_ptr<QualityMeasure> make_quality_measure(const std::string& name, co
   }
   if (name == "exact_match") return std::make_unique<ExactMatch>(settings);
   if (name == "perplexity") return std::make_unique<Perplexity>(settings);
+  if (name == "word_perplexity") return std::make_unique<WordPerplexity>(settings);
   if (name == "mse" || name == "mae") return std::make_unique<RegressionError>(name == "mse");
   if (name == "cer") return std::make_unique<CtcErrorRate>(settings);
   D5_THROW(InvalidArgument, "unknown quality measure '{}' (known: {})", name, fmt::join(quality_measure_names(), ", "));

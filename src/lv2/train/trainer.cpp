@@ -86,6 +86,10 @@ void Trainer::check_setup(int64_t source_batch, int64_t source_size) {
                "no quality measure to take in test passes; name at least one (e.g. accuracy)");
   for (size_t i = 0; i < measures.size(); ++i) {
     make_quality_measure(measures[i]);  // an unknown name fails here, before any step
+    D5_CHECK_ARG(measures[i] != "word_perplexity" || (test_set_ && !test_set_->word_starts().empty()),
+                 "word_perplexity needs a test set whose classes are word pieces (wordnet-glosses with "
+                 "task=next-piece); '{}' has none: use perplexity",
+                 test_set_ ? test_set_->name() : "no test set");
     D5_CHECK_ARG(std::find(measures.begin(), measures.begin() + static_cast<std::ptrdiff_t>(i), measures[i]) ==
                      measures.begin() + static_cast<std::ptrdiff_t>(i),
                  "quality measure '{}' is named twice", measures[i]);
@@ -201,8 +205,8 @@ TensorMap Trainer::feeds_of(const Batch& batch) const {
 std::map<std::string, double> Trainer::test_quality() {
   D5_CHECK_ARG(test_set_ != nullptr, "no test set to measure quality on");
   std::vector<std::unique_ptr<QualityMeasure>> measures;
-  for (const std::string& name : measures_of(options_))
-    measures.push_back(make_quality_measure(name, QualitySettings{options_.ignore_index, options_.blank}));
+  const QualitySettings settings{options_.ignore_index, options_.blank, test_set_->word_starts()};
+  for (const std::string& name : measures_of(options_)) measures.push_back(make_quality_measure(name, settings));
   const int64_t n = test_set_->size();
   D5_CHECK_ARG(n > 0, "test set '{}' is empty", test_set_->name());
   std::vector<int64_t> indices(static_cast<size_t>(batch_));

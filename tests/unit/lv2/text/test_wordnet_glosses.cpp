@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <sstream>
 
@@ -13,6 +14,7 @@
 #include "core/digest.h"
 #include "deep500/core/error.h"
 #include "deep500/train/dataset.h"
+#include "deep500/train/dataset_subset.h"
 #include "lv2/text/subword_tokenizer.h"
 #include "lv2/text/wordnet.h"
 
@@ -207,6 +209,37 @@ TEST_F(WordNetGlosses, TheNextPieceTaskShiftsTheIdsByOneAndLabelsPaddingMinus100
   const int64_t indices[] = {3, 0};
   EXPECT_EQ(lm->fetch(indices).at(kDataLabels).shape(), (Shape{2, 32}));
   EXPECT_THROW(open("train", {{"task", "translation"}}), InvalidArgument);
+}
+
+// Word starts (per-word perplexity's word count): a definition's ids hold exactly as many
+// word-initial pieces as the definition has words, since SentencePiece begins every word with a
+// piece of its own; the classification task has none.
+TEST_F(WordNetGlosses, WordStartsCountTheWordsOfEveryDefinition) {
+  const auto cls = open("train"), lm = open("train", {{"task", "next-piece"}});
+  EXPECT_TRUE(cls->word_starts().empty());
+  const std::vector<bool> starts = lm->word_starts();
+  ASSERT_EQ(static_cast<int64_t>(starts.size()), lm->classes());
+  EXPECT_FALSE(starts[0]);  // padding
+  // A range of the set (d5 train --test-range) keeps them.
+  const std::shared_ptr<const Dataset> shared = open("train", {{"task", "next-piece"}});
+  EXPECT_EQ(SubsetDataset(shared, IndexRange{0, 10}).word_starts(), starts);
+  std::vector<const SmallWordNet::Synset*> train;
+  for (const auto& syn : wordnet_.synsets)
+    if (!in_test(syn.id, 0.1)) train.push_back(&syn);
+  ASSERT_EQ(static_cast<int64_t>(train.size()), cls->size());
+  int64_t checked = 0;
+  for (int64_t i = 0; i < cls->size(); ++i) {
+    const int64_t n = cls->sample_length(i);
+    if (n >= 32) continue;  // cut at 32 pieces
+    const auto ids = row(*cls, i);
+    std::istringstream text(train[static_cast<size_t>(i)]->definition);
+    const auto words = std::distance(std::istream_iterator<std::string>(text), std::istream_iterator<std::string>());
+    const auto counted =
+        std::count_if(ids.begin(), ids.begin() + n, [&](int64_t id) { return starts[static_cast<size_t>(id)]; });
+    EXPECT_EQ(counted, words) << train[static_cast<size_t>(i)]->definition;
+    ++checked;
+  }
+  EXPECT_GT(checked, 100);
 }
 
 std::string read_bytes(const fs::path& p) {

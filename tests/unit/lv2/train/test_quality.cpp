@@ -87,6 +87,26 @@ TEST(QualityMeasures, PerplexityIsTheExponentiatedMeanCrossEntropy) {
   EXPECT_NEAR(measure("perplexity", kSeqScores, kSeqLabels), std::exp(nll / 4), 1e-9);
 }
 
+// Uniform scores over 4 pieces (each costs ln 4), of which 1 and 3 begin words. Row 0 spells
+// "1 2 | 3": two words; row 1 starts inside a word ("2", counted as one) and then "3": two words.
+// 5 pieces over 4 words: per-word perplexity 4^(5/4), per-piece 4.
+TEST(QualityMeasures, WordPerplexitySpreadsThePiecesLikelihoodOverTheWords) {
+  Tensor uniform(TensorDesc{DType::f32, Shape{2, 3, 4}});
+  for (int64_t i = 0; i < uniform.numel(); ++i) uniform.set(i, 0.5);
+  const Tensor labels = Tensor::from_values<int64_t>(Shape{2, 3}, {1, 2, 3, 2, 3, -100});
+  QualitySettings words;
+  words.word_starts = {false, true, false, true};
+  EXPECT_NEAR(measure("word_perplexity", uniform, labels, -1, words), std::pow(4.0, 5.0 / 4), 1e-9);
+  EXPECT_NEAR(measure("perplexity", uniform, labels, -1, words), 4.0, 1e-9);
+  // Every piece a word: the two agree.
+  words.word_starts = {true, true, true, true};
+  EXPECT_NEAR(measure("word_perplexity", uniform, labels, -1, words), 4.0, 1e-9);
+  // Without word starts, or with a vocabulary of another size, it refuses.
+  EXPECT_THROW(measure("word_perplexity", uniform, labels), InvalidArgument);
+  words.word_starts = {true, false, true};
+  EXPECT_THROW(measure("word_perplexity", uniform, labels, -1, words), InvalidArgument);
+}
+
 TEST(QualityMeasures, RegressionErrors) {
   const Tensor p = Tensor::from_values<float>(Shape{2, 2}, {1, 2, 3, 4});
   const Tensor t = Tensor::from_values<float>(Shape{2, 2}, {1, 0, 3, 8});  // differences 0, 2, 0, -4
@@ -140,7 +160,8 @@ TEST(QualityMeasures, RefuseWhatTheyCannotRead) {
     make_quality_measure("wer");
     FAIL();
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("known: accuracy, top<k>, exact_match, perplexity, mse, mae, cer"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "known: accuracy, top<k>, exact_match, perplexity, word_perplexity, mse, mae, cer"),
               std::string::npos)
         << e.what();
   }
