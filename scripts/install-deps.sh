@@ -21,6 +21,9 @@ PACKAGES=(
   zlib1g-dev libturbojpeg0-dev libcurl4-openssl-dev libssl-dev
   # text datasets: SentencePiece tokenizes them, WordNet's glosses are one (wordnet-glosses)
   libsentencepiece-dev wordnet-base
+  # speech datasets: eSpeak NG speaks them, libsamplerate resamples, libsndfile reads and writes
+  # WAV, FFTW computes the log-mel front end; torchaudio is the front end's test oracle
+  espeak-ng libsamplerate0-dev libsndfile1-dev libfftw3-dev python3-torchaudio
   # host topology and caches (the HPC standard that Open MPI itself uses)
   libhwloc-dev
   # testing and benchmarking

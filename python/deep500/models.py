@@ -25,5 +25,6 @@ def create(name: str, batch: int = 1, classes: int = 0, input_shape: Optional[Se
 
 def list() -> "builtins.list[dict]":  # noqa: A001  (the API's name)
     """{"name", "description", "default_input", "default_classes", "default_vocabulary",
-    "per_position"} of every model (per_position: a language model, logits for every position)."""
+    "per_position", "loss"} of every model (per_position: a language model, logits for every
+    position; loss: the loss head with_loss appends, softmax-ce, sequence-ce or ctc)."""
     return _core._list_models()

@@ -270,6 +270,7 @@ void bind_networks(py::module_& m) {
       d["default_classes"] = z.default_classes;
       d["default_vocabulary"] = z.default_vocabulary;
       d["per_position"] = z.per_position;
+      d["loss"] = z.loss;
       l.append(d);
     }
     return l;

@@ -33,7 +33,7 @@ int run_list(const OutputOptions& out) {
   register_builtin_operators();  // shape inference and flops() come from the reference operators
   json models = json::array();
   std::string text =
-      fmt::format("{:<18}{:>13}  {:<12}{:>9}  {}\n", "model", "parameters", "input", "GFLOPs", "description");
+      fmt::format("{:<18}{:>13}  {:<13}{:>9}  {}\n", "model", "parameters", "input", "GFLOPs", "description");
   for (const auto& m : zoo_models()) {
     ModelOptions o;
     o.initialize = false;  // counting needs the shapes, not the values
@@ -42,7 +42,7 @@ int run_list(const OutputOptions& out) {
     const double gflops = forward_flops(net) / 1e9;
     const std::string input =
         fmt::format("{}{}", fmt::join(m.default_input, "x"), m.default_vocabulary > 0 ? " ids" : "");
-    text += fmt::format("{:<18}{:>13}  {:<12}{:>9.4g}  {}\n", m.name, with_separators(params), input, gflops,
+    text += fmt::format("{:<18}{:>13}  {:<13}{:>9.4g}  {}\n", m.name, with_separators(params), input, gflops,
                         m.description);
     models.push_back({{"name", m.name},
                       {"description", m.description},
@@ -51,6 +51,7 @@ int run_list(const OutputOptions& out) {
                       {"default_classes", m.default_classes},
                       {"default_vocabulary", m.default_vocabulary},
                       {"per_position", m.per_position},
+                      {"loss", m.loss},
                       {"forward_gflops_batch1", gflops}});
   }
   text += "GFLOPs: one forward pass at batch 1 (a multiply-add counts 2), from the operators' flops()\n";

@@ -70,7 +70,7 @@ struct TrainOpts {
   std::string sampler = "shuffle";
   double target_accuracy = 0, time_limit = 0;
   std::string target;                // "top5>=0.9"
-  std::string loss_head;             // empty: softmax-ce
+  std::string loss_head;             // empty: the zoo model's own loss (ZooModel::loss), else softmax-ce
   std::vector<std::string> quality;  // empty: the loss head's measures
   int64_t ignore_index = kDefaultIgnoreIndex;
   int64_t blank = 0;
@@ -118,7 +118,7 @@ struct TrainNetwork {
 // A zoo model is built for the dataset's sample shape and classes, a network from a file as it is;
 // then the loss head (--loss, softmax-ce by default) is appended to its output.
 TrainNetwork load_train_network(const TrainOpts& o, const Dataset& data, uint64_t seed) {
-  const std::string head = o.loss_head.empty() ? "softmax-ce" : o.loss_head;
+  const std::string& head = o.loss_head;
   LossHeadOptions ho{kZooLabels, kZooLoss, o.ignore_index, o.blank, {}};
   const auto descs = data.sample_descs();
   if (auto labels = descs.find(kDataLabels); labels != descs.end()) ho.label_shape = labels->second.shape.dims();
@@ -240,7 +240,17 @@ nlohmann::json run_facts(const TrainOpts& o, const TrainNetwork& tn, const Datas
   return x;
 }
 
-int run_train(const TrainOpts& o, const GlobalOptions& g) {
+// The loss a zoo model trains with (a CTC model's is ctc), softmax-ce for a network from a file.
+std::string default_loss_head(const std::string& model) {
+  if (std::filesystem::exists(model)) return "softmax-ce";
+  for (const auto& m : zoo_models())
+    if (m.name == model) return m.loss;
+  return "softmax-ce";
+}
+
+int run_train(const TrainOpts& given, const GlobalOptions& g) {
+  TrainOpts o = given;
+  if (o.loss_head.empty()) o.loss_head = default_loss_head(o.model);
   register_builtin_operators();
   ExperimentSettings settings = settings_from(g);
   D5_CHECK_ARG(o.epochs > 0 || o.steps > 0 || o.time_limit > 0 || o.target_accuracy > 0 || !o.target.empty(),
@@ -308,7 +318,7 @@ int run_train(const TrainOpts& o, const GlobalOptions& g) {
   c.params["sampler"] = o.sampler;
   c.params["prefetch"] = o.prefetch;
   for (const auto& [name, device] : loader_options.devices) c.params["loader_devices"][name] = device.to_string();
-  c.params["loss_head"] = o.loss_head.empty() ? "softmax-ce" : o.loss_head;
+  c.params["loss_head"] = o.loss_head;
   for (const auto& [k, v] : optimizer->hyperparameters()) c.params["hyperparameters"][k] = v;
   if (dist != nullptr) add_distributed_results(*comm, o.dist, *dist, r, c);
   if (!writes) {
@@ -371,8 +381,8 @@ Command register_train(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--target-accuracy", o->target_accuracy, "Same as --target accuracy>=FRACTION")
       ->check(CLI::Range(0.0, 1.0))
       ->excludes(target);
-  cmd->add_option("--loss", o->loss_head, "Loss head appended to the network's output: softmax-ce (default), "
-                  "sequence-ce, mse, ctc")
+  cmd->add_option("--loss", o->loss_head, "Loss head appended to the network's output: softmax-ce, "
+                  "sequence-ce, mse, ctc (default: the zoo model's own, softmax-ce for a network from a file)")
       ->check(CLI::IsMember(loss_head_names()));
   cmd->add_option("--quality", o->quality,
                   "Measures of every test pass, comma-separated: accuracy, top<k>, exact_match, perplexity, "

@@ -3,9 +3,7 @@
 #include "deep500/op/custom_op_compiler.h"
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/file.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,14 +19,13 @@
 #include <fmt/format.h>
 
 #include "core/digest.h"
+#include "core/subprocess.h"
 #include "deep500/core/data_paths.h"
 #include "deep500/spi/custom_op_checks.h"
 #include "deep500/metrics/atomic_file.h"
 #include "deep500/op/custom_op.h"
 #include "deep500/core/error.h"
 #include "deep500/op/op_registry.h"
-
-extern char** environ;
 
 namespace d5 {
 
@@ -41,53 +38,6 @@ std::atomic<int64_t> g_builds{0};
 const char* env(const char* name) {
   const char* v = std::getenv(name);
   return v && *v ? v : nullptr;
-}
-
-struct ProcessResult {
-  int exit_code = 0;
-  std::string output;  // stdout and stderr, interleaved as written
-};
-
-// Runs argv without a shell (no quoting pitfalls), capturing its output.
-ProcessResult run_process(const std::vector<std::string>& argv) {
-  int fds[2];
-  D5_CHECK(pipe2(fds, O_CLOEXEC) == 0, IoError, "cannot create a pipe: {}", std::strerror(errno));
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  // A parent make's flags (jobserver descriptors, -n, -k) must not steer the inner build.
-  std::vector<char*> envp;
-  for (char** e = environ; *e; ++e) {
-    const std::string_view v(*e);
-    if (!v.starts_with("MAKEFLAGS=") && !v.starts_with("MFLAGS=") && !v.starts_with("MAKELEVEL="))
-      envp.push_back(*e);
-  }
-  envp.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    D5_THROW(InvalidArgument, "cannot run '{}': {}", argv[0], std::strerror(rc));
-  }
-  ProcessResult r;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n > 0) r.output.append(buf, static_cast<size_t>(n));
-    else if (n == 0 || errno != EINTR) break;
-  }
-  close(fds[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
 }
 
 std::string read_file(const fs::path& p) {

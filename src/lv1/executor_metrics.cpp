@@ -524,12 +524,20 @@ TensorMap synthetic_feeds(const Network& net, uint64_t seed) {
       for (int64_t i = 0; i < t.numel(); ++i) t.set(i, rng.uniform(-1, 1));
     } else {
       int64_t bound = 0;  // exclusive upper bound of valid values; 0 = only zeros are known valid
+      int64_t skip = -1;  // a value in [0, bound) that is not valid (CTC's blank)
       for (const Node* c : net.consumers(name)) {
+        const bool second = c->inputs.size() > 1 && c->inputs[1] == name;
         const bool labels =
-            (c->op_type == "SoftmaxCrossEntropyLoss" || c->op_type == "NegativeLogLikelihoodLoss") &&
-            c->inputs.size() > 1 && c->inputs[1] == name;
-        const bool indices = c->op_type == "Gather" && c->inputs.size() > 1 && c->inputs[1] == name;
-        if (labels) {
+            (c->op_type == "SoftmaxCrossEntropyLoss" || c->op_type == "NegativeLogLikelihoodLoss") && second;
+        const bool indices = c->op_type == "Gather" && second;
+        if (c->op_type == "CTCLoss" && second) {
+          // Label sequences: any class of the log-probabilities [T, N, C] but the blank.
+          const auto& log_probs = net.desc(c->inputs[0]).shape;
+          if (log_probs.rank() == 3 && log_probs[2] > 1) {
+            bound = log_probs[2];
+            skip = c->attrs.get_int("blank", 0);
+          }
+        } else if (labels) {
           const auto& scores = net.desc(c->inputs[0]).shape;
           if (scores.rank() >= 2) bound = scores[1];
         } else if (indices) {
@@ -539,9 +547,14 @@ TensorMap synthetic_feeds(const Network& net, uint64_t seed) {
           if (axis >= 0 && axis < static_cast<int64_t>(data.rank())) bound = data[static_cast<size_t>(axis)];
         }
       }
-      if (bound > 0)
-        for (int64_t i = 0; i < t.numel(); ++i)
-          t.set(i, static_cast<double>(rng.below(static_cast<uint64_t>(bound))));
+      if (bound > 0) {
+        const bool skipping = skip >= 0 && skip < bound;
+        for (int64_t i = 0; i < t.numel(); ++i) {
+          auto v = static_cast<int64_t>(rng.below(static_cast<uint64_t>(skipping ? bound - 1 : bound)));
+          if (skipping && v >= skip) ++v;
+          t.set(i, static_cast<double>(v));
+        }
+      }
     }
     feeds[name] = std::move(t);
   }

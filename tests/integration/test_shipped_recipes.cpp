@@ -55,10 +55,18 @@ const std::vector<SmallRun>& small_runs() {
       {"rl", {"seeds=1", "max-env-steps=2000"}, false, {}},
       // The tokenizer cached once per build tree, as the text twin's.
       {"text", {"time-limit=5", "data-dir=" D5_BINARY_DIR "/test-data/wordnet-glosses"}, false, {"torch"}},
+      // The clips spoken once per build tree, as the speech twins'.
+      {"speech",
+       {"time-limit=5", "kws-dscnn.data-dir=" D5_BINARY_DIR "/test-data/spoken-words",
+        "speech-ctc.data-dir=" D5_BINARY_DIR "/test-data/spoken-digits"},
+       false,
+       {"torch"}},
       {"quickstart",
        {"deepbench.limit=1", "deepbench.min-time=0.01", "deepbench.max-time=0.05", "zoo-inference.min-runs=2",
         "zoo-inference.max-time=0.2", "zoo-train-step.min-runs=2", "zoo-train-step.max-time=0.2",
-        "mnist-lenet5.epochs=1", "dsgd-scaling.steps=4", "rl-cartpole.max-env-steps=2000", "data-dir=" + kMnist},
+        "mnist-lenet5.epochs=1", "dsgd-scaling.steps=4", "rl-cartpole.max-env-steps=2000", "data-dir=" + kMnist,
+        // After the MNIST directory, which it overrides (the last --set wins): the clips' cache.
+        "speech-kws.data-dir=" D5_BINARY_DIR "/test-data/spoken-words", "speech-kws.epochs=2"},
        false,
        {"torch", "mpi"}},
   };

@@ -7,6 +7,7 @@
 
 #include "../support/network_compare.h"
 #include "deep500/backends/builtin.h"
+#include "deep500/core/error.h"
 #include "deep500/net/model_zoo.h"
 #include "deep500/onnx/onnx_conformance.h"
 #include "deep500/onnx/onnx_export.h"
@@ -117,6 +118,11 @@ TEST(ExportedForms, ZooModels) {
       ModelOptions o;
       o.with_loss = with_loss;
       const Network net = build_model(m.name, o);
+      // CTCLoss is deep500's operator, which ONNX's default domain lacks: refused by name.
+      if (with_loss && m.loss == "ctc") {
+        EXPECT_THROW(export_onnx(net), InvalidArgument);
+        continue;
+      }
       const std::string path =
           (fs::path(D5_ONNX_EXPORTS) / fmt::format("zoo_{}{}.onnx", m.name, with_loss ? "_loss" : "")).string();
       export_onnx_file(net, path);

@@ -7,13 +7,14 @@ both read the same ids. Prints one JSON line per epoch: the test accuracy after 
 Usage: twin_text_lstm.py TRAIN_DIR TEST_DIR --vocabulary V --classes C [--epochs E] [--batch B]
        [--lr LR] [--seed S]
 """
-import argparse
-import json
-import time
+import sys
+from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+import twin_classifier  # noqa: E402
 
 
 class TextLstm(nn.Module):
@@ -29,39 +30,9 @@ class TextLstm(nn.Module):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("train")
-    p.add_argument("test")
-    p.add_argument("--vocabulary", type=int, required=True)
-    p.add_argument("--classes", type=int, required=True)
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--lr", type=float, default=0.002)
-    p.add_argument("--seed", type=int, default=1)
-    a = p.parse_args()
-    torch.set_num_threads(1)
+    a = twin_classifier.arguments(__doc__, 0.002, [("--vocabulary", int, None), ("--classes", int, None)])
     torch.manual_seed(a.seed)
-    x = torch.from_numpy(np.load(f"{a.train}/inputs.npy"))
-    y = torch.from_numpy(np.load(f"{a.train}/labels.npy"))
-    tx = torch.from_numpy(np.load(f"{a.test}/inputs.npy"))
-    ty = torch.from_numpy(np.load(f"{a.test}/labels.npy"))
-    model = TextLstm(a.vocabulary, a.classes)
-    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
-    rng = np.random.default_rng(a.seed)
-    start = time.perf_counter()
-    for epoch in range(1, a.epochs + 1):
-        model.train()
-        order = torch.from_numpy(rng.permutation(len(y)))
-        for b in range(0, len(y) - a.batch + 1, a.batch):  # whole batches, as d5's shuffle sampler
-            idx = order[b:b + a.batch]
-            opt.zero_grad()
-            nn.functional.cross_entropy(model(x[idx]), y[idx]).backward()
-            opt.step()
-        model.eval()
-        with torch.no_grad():
-            correct = sum(int((model(tx[i:i + 512]).argmax(1) == ty[i:i + 512]).sum()) for i in range(0, len(ty), 512))
-        print(json.dumps({"epoch": epoch, "test_accuracy": correct / len(ty),
-                          "seconds": round(time.perf_counter() - start, 3)}), flush=True)
+    twin_classifier.train(TextLstm(a.vocabulary, a.classes), a)
 
 
 if __name__ == "__main__":

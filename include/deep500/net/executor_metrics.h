@@ -132,7 +132,8 @@ LatencyThroughput measure_latency(GraphExecutor& executor, const TensorMap& feed
 
 // Feeds for every graph input: floating-point values uniform in [-1, 1]; integer inputs that a
 // loss reads as class labels (SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss input 1) or a
-// Gather as indices are uniform over the valid range; other integer inputs are 0.
+// Gather as indices are uniform over the valid range, CTCLoss's targets uniform over the classes
+// but the blank (every sequence as long as the tensor); other integer inputs are 0.
 TensorMap synthetic_feeds(const Network& network, uint64_t seed);
 
 // Latency and throughput for each batch size: make_network(batch) builds the network at that

@@ -7,7 +7,10 @@
 // ([batch, classes]). With with_loss it also reads "labels" ([batch], i64) and writes "loss" (a
 // scalar: SoftmaxCrossEntropyLoss with mean reduction), the tensor inference_and_backprop takes.
 // A language model (text-lstm-lm) writes logits [batch, positions, vocabulary] instead and its loss
-// reads labels [batch, positions], skipping positions labelled -100.
+// reads labels [batch, positions], skipping positions labelled -100. A CTC model (speech-ctc) writes
+// per-step scores [batch, steps, classes] and its loss reads label sequences [batch,
+// kZooCtcLabelLength], left-aligned and padded with -100: LogSoftmax, then CTCLoss (deep500's
+// operator: ONNX has none, so such a network exports without its loss only).
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -17,6 +20,10 @@
 #include "deep500/net/network.h"
 
 namespace d5 {
+
+// The padded length of the label sequences a CTC model's loss reads (with_loss): spoken-digits'
+// default, up to 7 digits in a 3-second clip (docs/speech-datasets.md).
+inline constexpr int64_t kZooCtcLabelLength = 7;
 
 struct ModelOptions {
   int64_t batch = 1;
@@ -46,6 +53,10 @@ struct ZooModel {
   // Scores every position over the vocabulary (a language model): logits [batch, positions,
   // vocabulary], labels [batch, positions]; default_classes is then the vocabulary.
   bool per_position = false;
+  // The loss with_loss appends, named as Level 2's loss heads (include/deep500/train/loss_head.h),
+  // so `d5 train --loss` can take the same: softmax-ce (logits [batch, classes], labels [batch]),
+  // sequence-ce (per_position) or ctc (per-step scores [batch, steps, classes], class 0 the blank).
+  std::string loss = "softmax-ce";
 };
 
 // Every model, in the order `d5 models list` prints them.

@@ -48,6 +48,22 @@ Registry<ZooModel>* make_models() {
       [](const ModelOptions& o) { return zoo::build_wide_resnet("wrn-28-10", 28, 10, o); });
   add("mobilenet_v2", "MobileNetV2 (torchvision, width 1.0): inverted residuals, depthwise convolutions",
       kImageNet, 1000, zoo::build_mobilenet_v2);
+  // MFCCs of a one-second clip (49 frames of 10 coefficients); ten words, "unknown" and "silence".
+  add("kws-dscnn",
+      "KWS DS-CNN (MLPerf Tiny): 10x4 convolution, 4 depthwise-separable blocks, 64 channels (speech features)",
+      {1, 49, 10}, 12, zoo::build_kws_dscnn);
+  {
+    // Log-mel spectrograms of 3-second clips (149 frames of 40 bins); class 0 is CTC's blank, 1..10
+    // the digits zero..nine. Float features in, per-step scores out: no vocabulary, and its labels
+    // are sequences rather than one per position, so it is no per_position model.
+    ZooModel ctc{"speech-ctc",
+                 "Speech CTC: two convolutions (time stride 2), a bidirectional 128-unit LSTM, per-step scores "
+                 "for CTC (log-mel features)",
+                 {1, 149, 40}, 11, zoo::build_speech_ctc};
+    ctc.loss = "ctc";
+    std::string name = ctc.name, description = ctc.description;
+    m->add(std::move(name), std::move(description), std::move(ctc));
+  }
   add("lstm", "LSTM classifier: one 128-unit LSTM layer, Gemm on the last step", {28, 28}, 10,
       zoo::build_lstm_classifier);
   add("transformer", "Transformer encoder: 2 layers, d_model 128, 4 heads, GELU feed-forward 512", {32, 64},
@@ -57,7 +73,7 @@ Registry<ZooModel>* make_models() {
     // A language model's classes are its pieces.
     m->add(name, description,
            {name, description, {kTextLength}, per_position ? kTextVocabulary : kTextClasses, std::move(build),
-            kTextVocabulary, per_position});
+            kTextVocabulary, per_position, per_position ? "sequence-ce" : "softmax-ce"});
   };
   add_text("text-lstm", "Text LSTM: 64-wide token embedding, one 128-unit LSTM layer, Gemm on the last step",
            zoo::build_text_lstm);

@@ -135,20 +135,26 @@ Value Builder::node(const std::string& op_type, const std::string& scope,
 
 Value Builder::conv(const Value& x, const std::string& scope, int64_t out_channels, int64_t kernel,
                     int64_t stride, int64_t pad, bool bias, int64_t groups) {
+  return conv(x, scope, out_channels, Extent2d{kernel, kernel}, Extent2d{stride, stride}, Extent2d{pad, pad}, bias,
+              groups);
+}
+
+Value Builder::conv(const Value& x, const std::string& scope, int64_t out_channels, Extent2d kernel,
+                    Extent2d stride, Extent2d pad, bool bias, int64_t groups) {
   const int64_t in_channels = x.shape[1];
   D5_CHECK(in_channels % groups == 0 && out_channels % groups == 0, Internal,
            "layer '{}': {} -> {} channels in {} groups", scope, in_channels, out_channels, groups);
-  const int64_t fan_in = in_channels / groups * kernel * kernel;
+  const int64_t fan_in = in_channels / groups * kernel.h * kernel.w;
   const double bound = 1 / std::sqrt(static_cast<double>(fan_in));
   std::vector<std::string> inputs = {
       x.name,
-      uniform_param(scope + ".weight", Shape{out_channels, in_channels / groups, kernel, kernel}, bound)};
+      uniform_param(scope + ".weight", Shape{out_channels, in_channels / groups, kernel.h, kernel.w}, bound)};
   if (bias) inputs.push_back(uniform_param(scope + ".bias", Shape{out_channels}, bound));
-  Shape out{x.shape[0], out_channels, window_output(x.shape[2], kernel, stride, pad, scope),
-            window_output(x.shape[3], kernel, stride, pad, scope)};
-  Attributes a{{"kernel_shape", std::vector<int64_t>{kernel, kernel}},
-               {"strides", std::vector<int64_t>{stride, stride}},
-               {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+  Shape out{x.shape[0], out_channels, window_output(x.shape[2], kernel.h, stride.h, pad.h, scope),
+            window_output(x.shape[3], kernel.w, stride.w, pad.w, scope)};
+  Attributes a{{"kernel_shape", std::vector<int64_t>{kernel.h, kernel.w}},
+               {"strides", std::vector<int64_t>{stride.h, stride.w}},
+               {"pads", std::vector<int64_t>{pad.h, pad.w, pad.h, pad.w}},
                {"group", groups}};
   return node("Conv", scope, inputs, out, std::move(a));
 }
@@ -195,28 +201,43 @@ Value Builder::layer_norm(const Value& x, const std::string& scope) {
               Attributes{{"axis", int64_t{-1}}, {"epsilon", kNormEpsilon}});
 }
 
-void Builder::lstm_node(const Value& x, const std::string& scope, int64_t hidden, const std::string& y,
-                        const std::string& y_h) {
+void Builder::lstm_node(const Value& x, const std::string& scope, int64_t hidden, int64_t directions,
+                        const std::string& y, const std::string& y_h) {
   const int64_t features = x.shape[2];
   const double bound = 1 / std::sqrt(static_cast<double>(hidden));
-  // ONNX packs PyTorch's weight_ih/weight_hh/bias_ih+bias_hh as W, R, B (one direction).
+  // ONNX packs PyTorch's weight_ih/weight_hh/bias_ih+bias_hh as W, R, B, one row per direction
+  // (the backward direction second, as PyTorch's *_reverse parameters).
   std::vector<std::string> inputs = {x.name,
-                                     uniform_param(scope + ".W", Shape{1, 4 * hidden, features}, bound),
-                                     uniform_param(scope + ".R", Shape{1, 4 * hidden, hidden}, bound),
-                                     uniform_param(scope + ".B", Shape{1, 8 * hidden}, bound)};
-  net_.add_node({fresh(scope), "LSTM", "", Attributes{{"hidden_size", hidden}}, inputs, {y, y_h}});
+                                     uniform_param(scope + ".W", Shape{directions, 4 * hidden, features}, bound),
+                                     uniform_param(scope + ".R", Shape{directions, 4 * hidden, hidden}, bound),
+                                     uniform_param(scope + ".B", Shape{directions, 8 * hidden}, bound)};
+  Attributes a{{"hidden_size", hidden}};
+  if (directions == 2) a.set("direction", std::string("bidirectional"));
+  net_.add_node({fresh(scope), "LSTM", "", std::move(a), inputs, {y, y_h}});
 }
 
 Value Builder::lstm_last_hidden(const Value& x, const std::string& scope, int64_t hidden) {
   const std::string y_h = fresh(scope + ".h_n");
-  lstm_node(x, scope, hidden, "", y_h);
+  lstm_node(x, scope, hidden, 1, "", y_h);
   return node("Squeeze", scope + ".last", {y_h, int64s({0}).name}, Shape{x.shape[1], hidden});
 }
 
 Value Builder::lstm_sequence(const Value& x, const std::string& scope, int64_t hidden) {
   const std::string y = fresh(scope + ".y");  // [seq, directions, batch, hidden]
-  lstm_node(x, scope, hidden, y, "");
+  lstm_node(x, scope, hidden, 1, y, "");
   return node("Squeeze", scope + ".steps", {y, int64s({1}).name}, Shape{x.shape[0], x.shape[1], hidden});
+}
+
+Value Builder::lstm_bidirectional(const Value& x, const std::string& scope, int64_t hidden) {
+  const int64_t seq = x.shape[0], batch = x.shape[1];
+  const std::string y = fresh(scope + ".y");  // [seq, 2, batch, hidden]
+  lstm_node(x, scope, hidden, 2, y, "");
+  // Batch first with the direction axis next to the units, so merging the last two axes puts
+  // each step's forward state before its backward one.
+  const Value steps = node("Transpose", scope + ".batch_first", {y}, Shape{batch, seq, 2, hidden},
+                           Attributes{{"perm", std::vector<int64_t>{2, 0, 1, 3}}});
+  return node("Reshape", scope + ".concat", {steps.name, int64s({0, 0, 2 * hidden}).name},
+              Shape{batch, seq, 2 * hidden});
 }
 
 Value Builder::relu(const Value& x, const std::string& scope) {
@@ -339,6 +360,48 @@ Network Builder::finish_per_position(const Value& logits) {
     net_.add_output(kZooLoss);
   }
   return std::move(net_);
+}
+
+Network Builder::finish_ctc(const Value& scores) {
+  const Shape& s = scores.shape;
+  D5_CHECK(s.rank() == 3 && s[0] == options_.batch && s[2] == options_.classes, Internal,
+           "model '{}' produced per-step scores of shape {} for {} classes", model_, s.to_string(),
+           options_.classes);
+  const std::string out = name_output(scores);
+  if (options_.with_loss) append_ctc_loss(out, s);
+  return std::move(net_);
+}
+
+// The operators of Level 2's ctc loss head (src/lv2/train/loss_head.cpp; its constants are
+// Constant nodes here, as the zoo's others), so a zoo model trains the same with with_loss as
+// with `d5 train --loss ctc`: CTCLoss wants [steps, batch, classes] log-probabilities, every input
+// as long as the scores, and each target's length, counted from its labels before the -100
+// padding. Mean per target label; zero_infinity, so a target too long for the steps costs
+// nothing instead of an infinite loss.
+void Builder::append_ctc_loss(const std::string& scores, const Shape& shape) {
+  const int64_t batch = shape[0], steps = shape[1];
+  const std::string p = std::string(kZooLoss) + "/";
+  const Value time_first = node("Transpose", p + "steps", {scores}, Shape{steps, batch, shape[2]},
+                                Attributes{{"perm", std::vector<int64_t>{1, 0, 2}}});
+  const Value log_probs =
+      node("LogSoftmax", p + "log_probs", {time_first.name}, time_first.shape, Attributes{{"axis", int64_t{2}}});
+  const Shape labels{batch, kZooCtcLabelLength};
+  net_.add_input(kZooLabels, TensorDesc{DType::i64, labels});
+  const Value ignore = constant(p + "ignore", Tensor::from_values<int64_t>(Shape{}, {-100}));
+  const Value padding = node("Equal", p + "padding", {kZooLabels, ignore.name}, labels);
+  const Value labelled = node("Not", p + "labelled", {padding.name}, labels);
+  const Value counted = node("Cast", p + "labelled_i64", {labelled.name}, labels,
+                             Attributes{{"to", int64_t{7}}});  // 7: ONNX's INT64
+  const Value target_lengths = node("ReduceSum", p + "target_lengths", {counted.name, int64s({1}).name},
+                                    Shape{batch}, Attributes{{"keepdims", int64_t{0}}});
+  Tensor lengths(DType::i64, Shape{batch});
+  lengths.fill(static_cast<double>(steps));
+  const Value input_lengths = constant(p + "input_lengths", lengths);
+  net_.add_node({kZooLoss, "CTCLoss", "",
+                 Attributes{{"blank", int64_t{0}}, {"reduction", std::string("mean")}, {"zero_infinity", int64_t{1}}},
+                 {log_probs.name, kZooLabels, input_lengths.name, target_lengths.name},
+                 {kZooLoss}});
+  net_.add_output(kZooLoss);
 }
 
 }  // namespace d5::zoo

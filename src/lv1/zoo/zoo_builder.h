@@ -24,6 +24,12 @@ struct Value {
   Shape shape;
 };
 
+// A window's extent along height and width: a kernel, a stride, or padding (the same before and
+// after, on each axis).
+struct Extent2d {
+  int64_t h, w;
+};
+
 class Builder {
  public:
   // `options` must be resolved (classes and input_shape filled in).
@@ -42,6 +48,9 @@ class Builder {
   // --- layers; `scope` is the PyTorch module path, used for node and parameter names ---
   Value conv(const Value& x, const std::string& scope, int64_t out_channels, int64_t kernel, int64_t stride,
              int64_t pad, bool bias, int64_t groups = 1);
+  // The same with a window that need not be square (a spectrogram's frames and coefficients).
+  Value conv(const Value& x, const std::string& scope, int64_t out_channels, Extent2d kernel, Extent2d stride,
+             Extent2d pad, bool bias, int64_t groups = 1);
   Value batch_norm(const Value& x, const std::string& scope);
   // [N, in] -> Gemm; [..., in] (rank 3+) -> MatMul with the weight stored [in, out], then Add.
   Value linear(const Value& x, const std::string& scope, int64_t out_features, bool bias = true);
@@ -51,6 +60,10 @@ class Builder {
   Value lstm_last_hidden(const Value& x, const std::string& scope, int64_t hidden);
   // The same layer's hidden state after every step, [seq, batch, hidden].
   Value lstm_sequence(const Value& x, const std::string& scope, int64_t hidden);
+  // A bidirectional layer (ONNX direction="bidirectional") over [seq, batch, features]; returns
+  // both directions' hidden states at every step batch first, forward then backward: [batch, seq,
+  // 2 * hidden], the features PyTorch's nn.LSTM(bidirectional=True, batch_first=True) gives.
+  Value lstm_bidirectional(const Value& x, const std::string& scope, int64_t hidden);
   // PyTorch's nn.Embedding(vocabulary, dim) on ids [batch, length] -> [batch, length, dim]: Gather
   // on the rows of a [vocabulary, dim] weight drawn with unit variance (U(-sqrt 3, sqrt 3)).
   Value embedding(const Value& ids, const std::string& scope, int64_t dim);
@@ -84,12 +97,18 @@ class Builder {
   // The same for a model that scores every position, logits [batch, positions, vocabulary] (a
   // language model): the loss reads labels [batch, positions], -100 where a position has none.
   Network finish_per_position(const Value& logits);
+  // The same for per-step class scores [batch, steps, classes] trained with CTC (class 0 the
+  // blank): the loss is LogSoftmax and CTCLoss, as Level 2's ctc loss head appends them, reading
+  // label sequences [batch, kZooCtcLabelLength] padded with -100.
+  Network finish_ctc(const Value& scores);
 
  private:
   std::string name_output(const Value& logits);  // renames logits to "logits", marks it an output
-  // One LSTM node over x with PyTorch's initialisation; names its outputs Y and Y_h ("" to omit).
-  void lstm_node(const Value& x, const std::string& scope, int64_t hidden, const std::string& y,
-                 const std::string& y_h);
+  // One LSTM node over x with PyTorch's initialisation, one or two directions; names its outputs
+  // Y and Y_h ("" to omit).
+  void lstm_node(const Value& x, const std::string& scope, int64_t hidden, int64_t directions,
+                 const std::string& y, const std::string& y_h);
+  void append_ctc_loss(const std::string& scores, const Shape& shape);
   // A node/tensor name not used yet: `base`, else base_1, base_2, ...
   std::string fresh(const std::string& base);
   // A parameter of `shape` drawn from U(-bound, bound) (zeros when !initialize).
@@ -120,5 +139,7 @@ Network build_transformer(const ModelOptions& o);
 Network build_text_lstm(const ModelOptions& o);
 Network build_text_transformer(const ModelOptions& o);
 Network build_text_lstm_lm(const ModelOptions& o);
+Network build_kws_dscnn(const ModelOptions& o);
+Network build_speech_ctc(const ModelOptions& o);
 
 }  // namespace d5::zoo

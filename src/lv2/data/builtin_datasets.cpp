@@ -3,6 +3,7 @@
 #include "deep500/train/dataset.h"
 #include "deep500/train/dataset_formats.h"
 #include "../images/register_images.h"
+#include "../speech/speech_datasets.h"
 #include "../text/text_datasets.h"
 
 namespace d5 {
@@ -23,6 +24,14 @@ void register_builtin_datasets() {
     register_dataset("wordnet-glosses",
                      "WordNet 3.0 definitions (Debian wordnet-base) as SentencePiece ids, 45 lexicographer-file classes",
                      text::open_wordnet_glosses);
+    register_dataset("spoken-words",
+                     "Keyword spotting after Speech Commands, spoken by eSpeak NG: 10 command words, unknown, silence; "
+                     "test voices unseen; MFCC [1,49,10] (or log-mel, waveform)",
+                     speech::open_spoken_words);
+    register_dataset("spoken-digits",
+                     "3-7 digits spoken by eSpeak NG for CTC: labels [7] (digit d is class d+1, 0 the blank, -100 "
+                     "padding); test voices unseen; log-mel [1,149,40]",
+                     speech::open_spoken_digits);
     register_image_datasets();
     return true;
   }();

@@ -193,6 +193,27 @@ TEST_F(ExecutorMetricsTest, SyntheticFeedsRespectLabelAndIndexRanges) {
   EXPECT_TRUE(allclose(synthetic_feeds(net, 1).at("x"), feeds.at("x"), 0, 0));
 }
 
+// CTC's targets are classes other than the blank (CTCLoss refuses a blank label), wherever the
+// blank is: 40 draws over the 3 other classes hit each.
+TEST_F(ExecutorMetricsTest, SyntheticCtcTargetsAreNeverTheBlank) {
+  for (const int64_t blank : {int64_t{0}, int64_t{2}}) {
+    SCOPED_TRACE(blank);
+    Network net("ctc", 17);
+    net.add_input("log_probs", TensorDesc{DType::f32, Shape{6, 4, 4}});
+    net.add_input("targets", TensorDesc{DType::i64, Shape{4, 10}});
+    net.add_input("lengths", TensorDesc{DType::i64, Shape{4}});
+    net.add_node({"ctc", "CTCLoss", "", Attributes{{"blank", blank}}, {"log_probs", "targets", "lengths", "lengths"},
+                  {"loss"}});
+    net.add_output("loss");
+    const Tensor targets = synthetic_feeds(net, 1).at("targets");
+    std::set<int64_t> seen;
+    for (int64_t i = 0; i < targets.numel(); ++i) seen.insert(static_cast<int64_t>(targets.get(i)));
+    std::set<int64_t> want = {0, 1, 2, 3};
+    want.erase(blank);
+    EXPECT_EQ(seen, want);
+  }
+}
+
 TEST_F(ExecutorMetricsTest, BatchScalingGivesOneCasePerBatch) {
   const auto cases =
       batch_scaling([](int64_t b) { return test::mlp(b, 16, 16, 4); }, "reference", {1, 16}, "", quick());

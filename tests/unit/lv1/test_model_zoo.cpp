@@ -44,7 +44,7 @@ TEST_F(ModelZooTest, RegistryHasEveryModelOnce) {
                                           "resnet18",  "resnet34",     "resnet50", "resnet101",  "resnet152",
                                           "resnet20",  "resnet32",     "resnet44", "resnet56",   "resnet110",
                                           "wrn-28-10", "mobilenet_v2", "lstm",     "transformer", "text-lstm",
-                                          "text-lstm-lm", "text-transformer"};
+                                          "text-lstm-lm", "text-transformer", "kws-dscnn", "speech-ctc"};
   EXPECT_EQ(names, expected);
 }
 
@@ -121,7 +121,15 @@ INSTANTIATE_TEST_SUITE_P(Zoo, ParameterCount,
                                            CountCase{"resnet32", 464'154}, CountCase{"resnet44", 658'586},
                                            CountCase{"resnet56", 853'018}, CountCase{"resnet110", 1'727'962},
                                            CountCase{"wrn-28-10", 36'479'194},
-                                           CountCase{"mobilenet_v2", 3'504'872}, CountCase{"lstm", 82'186},
+                                           CountCase{"mobilenet_v2", 3'504'872},
+                                           // MLPerf Tiny's trainable count: conv1 10x4x64 + 64, BN 2 x 64,
+                                           // 4 x (depthwise 3x3x64 + 64, BN 128, pointwise 64x64 + 64,
+                                           // BN 128), fc 64 x 12 + 12: 2,752 + 4 x 5,056 + 780
+                                           CountCase{"kws-dscnn", 23'756},
+                                           // conv1 5x5x32 + 32 = 832, BN 64, conv2 3x3x32x32 + 32 =
+                                           // 9,248, BN 64, LSTM 2 directions x (W 512 x 320 + R 512 x
+                                           // 128 + B 1,024) = 460,800, fc 256 x 11 + 11 = 2,827
+                                           CountCase{"speech-ctc", 473'835}, CountCase{"lstm", 82'186},
                                            CountCase{"transformer", 406'154},
                                            // 2,000 x 64 embedding + lstm's 99,328 + 128 x 45 + 45
                                            CountCase{"text-lstm", 233'133},
@@ -173,17 +181,23 @@ TEST_F(ModelZooTest, EveryModelInfersWithAndWithoutLoss) {
       in.insert(in.end(), m.default_input.begin(), m.default_input.end());
       // Text models read token ids, the others features.
       EXPECT_EQ(net.desc(kZooInput), (TensorDesc{m.default_vocabulary > 0 ? DType::i64 : DType::f32, Shape(in)}));
-      // A language model scores every position over its vocabulary.
+      // A language model scores every position over its vocabulary, a CTC model every step (half
+      // the frames, rounded up) over its classes.
       const int64_t positions = m.per_position ? m.default_input.at(0) : 0;
-      const Shape logits = m.per_position ? Shape{2, positions, m.default_vocabulary} : Shape{2, m.default_classes};
+      const bool ctc = m.loss == "ctc";
+      const int64_t steps = ctc ? (m.default_input.at(1) + 1) / 2 : 0;
+      const Shape logits = m.per_position ? Shape{2, positions, m.default_vocabulary}
+                           : ctc          ? Shape{2, steps, m.default_classes}
+                                          : Shape{2, m.default_classes};
       EXPECT_EQ(net.desc(kZooLogits).shape, logits);
+      EXPECT_EQ(m.loss, m.per_position ? "sequence-ce" : ctc ? "ctc" : "softmax-ce");
       if (loss) {
         EXPECT_EQ(net.outputs(), (std::vector<std::string>{kZooLogits, kZooLoss}));
         EXPECT_EQ(net.inputs(), (std::vector<std::string>{kZooInput, kZooLabels}));
-        const Shape labels = m.per_position ? Shape{2, positions} : Shape{2};
+        const Shape labels = m.per_position ? Shape{2, positions} : ctc ? Shape{2, kZooCtcLabelLength} : Shape{2};
         EXPECT_EQ(net.desc(kZooLabels), (TensorDesc{DType::i64, labels}));
         EXPECT_EQ(net.desc(kZooLoss).shape, Shape{});
-        EXPECT_EQ(count_ops(net, "SoftmaxCrossEntropyLoss"), 1);
+        EXPECT_EQ(count_ops(net, ctc ? "CTCLoss" : "SoftmaxCrossEntropyLoss"), 1);
       } else {
         EXPECT_EQ(net.outputs(), (std::vector<std::string>{kZooLogits}));
         EXPECT_EQ(net.inputs(), (std::vector<std::string>{kZooInput}));
@@ -276,6 +290,93 @@ TEST_F(ModelZooTest, TrainingModeSwitchesBatchNormAndDropout) {
   o.with_loss = true;
   EXPECT_NO_THROW(build_model("transformer", o).infer());
   EXPECT_EQ(count_ops(build_model("transformer", o), "Dropout"), 9);  // embedding + 4 per layer
+}
+
+// KWS DS-CNN: the 10x4 stride-2 stem with pads (5, 1) takes 49x10 MFCCs to 25x5, as TF's "same"
+// does; global pooling lets 40 log-mel bins through too (25x20) without adding parameters.
+TEST_F(ModelZooTest, KwsDscnnTakesMfccsAndLogMelFeatures) {
+  ModelOptions o = structure_only(2);
+  Network net = build_model("kws-dscnn", o);
+  net.infer();
+  EXPECT_EQ(net.desc(kZooInput).shape, (Shape{2, 1, 49, 10}));
+  EXPECT_EQ(net.desc("conv1").shape, (Shape{2, 64, 25, 5}));
+  EXPECT_EQ(net.desc(kZooLogits).shape, (Shape{2, 12}));
+  EXPECT_EQ(net.fetch_tensor("conv1.weight").shape(), (Shape{64, 1, 10, 4}));
+  int depthwise = 0;
+  for (const auto& n : net.nodes())
+    if (n.op_type == "Conv" && n.attrs.get_int("group", 1) == 64) ++depthwise;
+  EXPECT_EQ(depthwise, 4);
+  EXPECT_EQ(count_ops(net, "Conv"), 1 + 2 * 4);
+  EXPECT_EQ(count_ops(net, "BatchNormalization"), 1 + 2 * 4);
+  EXPECT_EQ(count_ops(net, "GlobalAveragePool"), 1);
+
+  o.input_shape = {1, 49, 40};
+  o.classes = 35;
+  Network mel = build_model("kws-dscnn", o);
+  mel.infer();
+  EXPECT_EQ(mel.desc("conv1").shape, (Shape{2, 64, 25, 20}));
+  EXPECT_EQ(mel.desc(kZooLogits).shape, (Shape{2, 35}));
+  EXPECT_EQ(mel.parameter_count(), 23'756 + 23 * 65);  // fc: 64x35 + 35 instead of 64x12 + 12
+
+  // The reference trains with dropout 0.2 after the stem and 0.4 before the pooling.
+  o.training = true;
+  std::vector<double> ratios;
+  Network train = build_model("kws-dscnn", o);
+  for (const auto& n : train.nodes())
+    if (n.op_type == "Dropout") ratios.push_back(train.known_value(n.inputs[1])->get(0));
+  ASSERT_EQ(ratios.size(), 2u);
+  EXPECT_FLOAT_EQ(static_cast<float>(ratios[0]), 0.2f);
+  EXPECT_FLOAT_EQ(static_cast<float>(ratios[1]), 0.4f);
+
+  o.input_shape = {49, 10};
+  EXPECT_THROW(build_model("kws-dscnn", o), InvalidArgument);
+}
+
+// Speech CTC: 149 frames of 40 log-mel bins become 75 steps of 32 x 10 features (conv1 halves
+// both axes, conv2 the bins only), which the bidirectional LSTM reads sequence first; every step
+// is scored. Other frame and bin counts change the steps and the LSTM's input width.
+TEST_F(ModelZooTest, SpeechCtcScoresEveryStepOfTheSpectrogram) {
+  ModelOptions o = structure_only(2);
+  Network net = build_model("speech-ctc", o);
+  net.infer();
+  EXPECT_EQ(net.desc(kZooInput).shape, (Shape{2, 1, 149, 40}));
+  EXPECT_EQ(net.desc("relu1").shape, (Shape{2, 32, 75, 20}));
+  EXPECT_EQ(net.desc("relu2").shape, (Shape{2, 32, 75, 10}));
+  EXPECT_EQ(net.desc("flatten_features").shape, (Shape{75, 2, 320}));
+  EXPECT_EQ(net.desc("lstm.concat").shape, (Shape{2, 75, 256}));
+  EXPECT_EQ(net.desc(kZooLogits), (TensorDesc{DType::f32, Shape{2, 75, 11}}));
+  EXPECT_EQ(net.fetch_tensor("lstm.W").shape(), (Shape{2, 512, 320}));
+  EXPECT_EQ(net.fetch_tensor("conv1.bias").shape(), (Shape{32}));
+  EXPECT_EQ(count_ops(net, "BatchNormalization"), 2);
+  const auto lstm =
+      std::find_if(net.nodes().begin(), net.nodes().end(), [](const Node& n) { return n.op_type == "LSTM"; });
+  ASSERT_NE(lstm, net.nodes().end());
+  EXPECT_EQ(lstm->attrs.get_string("direction", "forward"), "bidirectional");
+
+  // Odd and even frame counts: ceil(frames / 2) steps; 64 bins give 16 x 32 features.
+  o.input_shape = {1, 100, 64};
+  o.classes = 29;
+  Network other = build_model("speech-ctc", o);
+  EXPECT_EQ(other.desc(kZooLogits).shape, (Shape{2, 50, 29}));
+  EXPECT_EQ(other.fetch_tensor("lstm.W").shape(), (Shape{2, 512, 512}));
+  // The LSTM's W grows by 2 x 512 x 192, fc by 256 x 18 + 18.
+  EXPECT_EQ(other.parameter_count(), 473'835 + 2 * 512 * 192 + 257 * 18);
+
+  // The loss: as Level 2's ctc head, LogSoftmax over the classes of [steps, batch, classes], then
+  // CTCLoss with blank 0 on label sequences padded with -100.
+  o.input_shape = {1, 9, 40};
+  o.with_loss = true;
+  Network loss = build_model("speech-ctc", o);
+  EXPECT_EQ(loss.desc("loss/log_probs").shape, (Shape{5, 2, 29}));
+  EXPECT_EQ(loss.desc(kZooLabels), (TensorDesc{DType::i64, Shape{2, kZooCtcLabelLength}}));
+  const Node& ctc = loss.node(kZooLoss);
+  EXPECT_EQ(ctc.op_type, "CTCLoss");
+  EXPECT_EQ(ctc.attrs.get_int("blank", -1), 0);
+  EXPECT_EQ(ctc.attrs.get_int("zero_infinity", 0), 1);
+  EXPECT_EQ(ctc.attrs.get_string("reduction", ""), "mean");
+
+  o.input_shape = {149, 40};
+  EXPECT_THROW(build_model("speech-ctc", o), InvalidArgument);
 }
 
 TEST_F(ModelZooTest, ArchitecturesHaveTheirBlocks) {

@@ -2,7 +2,10 @@
 // parameter initialization statistics, seeds, and operation counts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "deep500/net/model_zoo.h"
 #include "deep500/net/operator_executor.h"
@@ -32,6 +35,18 @@ Tensor labels(int64_t batch, int64_t classes) {
   return t;
 }
 
+// Label sequences for a CTC model's loss, [batch, S]: classes other than the blank (0), with a
+// repeat (which needs a blank between the two in every alignment), and sample i padded with -100
+// after S - 3 i labels.
+Tensor label_sequences(const TensorDesc& desc, int64_t classes) {
+  Tensor t(desc);
+  const int64_t batch = desc.shape[0], s = desc.shape[1];
+  for (int64_t i = 0; i < batch; ++i)
+    for (int64_t k = 0; k < s; ++k)
+      t.data_as<int64_t>()[i * s + k] = k >= s - 3 * i ? -100 : k == 1 ? 1 : 1 + (5 * k + i) % (classes - 1);
+  return t;
+}
+
 TensorMap run_inference(Network& net, const TensorMap& feeds) {
   ReferenceExecutor ex(net);
   return ex.inference(feeds);
@@ -56,24 +71,68 @@ double cross_entropy(const Tensor& logits, const Tensor& label) {
   return total / static_cast<double>(n);
 }
 
+double log_add(double a, double b) {
+  if (a < b) std::swap(a, b);
+  return b == -INFINITY ? a : a + std::log1p(std::exp(b - a));
+}
+
+// CTC's loss from per-step scores [N, T, C] in double (class 0 the blank, labels padded with
+// -100): per sample, -log of the summed probability of every alignment, by the forward recursion
+// over the labels with blanks around and between them (a blank may be skipped only between two
+// different labels); divided by the sample's label count, then averaged over the batch (torch's
+// "mean").
+double ctc_loss(const Tensor& scores, const Tensor& labels) {
+  const int64_t n = scores.shape()[0], steps = scores.shape()[1], c = scores.shape()[2], s = labels.shape()[1];
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<int64_t> ext = {0};
+    for (int64_t k = 0; k < s && labels.get(i * s + k) != -100; ++k)
+      ext.insert(ext.end(), {static_cast<int64_t>(labels.get(i * s + k)), 0});
+    const auto log_prob = [&](int64_t t, int64_t cls) {
+      double sum = -INFINITY;
+      for (int64_t j = 0; j < c; ++j) sum = log_add(sum, scores.get((i * steps + t) * c + j));
+      return scores.get((i * steps + t) * c + cls) - sum;
+    };
+    const size_t width = ext.size();
+    std::vector<double> alpha(width, -INFINITY);
+    alpha[0] = log_prob(0, 0);
+    alpha[1] = log_prob(0, ext[1]);
+    for (int64_t t = 1; t < steps; ++t) {
+      std::vector<double> next(width, -INFINITY);
+      for (size_t j = 0; j < width; ++j) {
+        double v = alpha[j];
+        if (j >= 1) v = log_add(v, alpha[j - 1]);
+        if (j >= 2 && ext[j] != 0 && ext[j] != ext[j - 2]) v = log_add(v, alpha[j - 2]);
+        next[j] = v + log_prob(t, ext[j]);
+      }
+      alpha = std::move(next);
+    }
+    total += -log_add(alpha[width - 1], alpha[width - 2]) / static_cast<double>((width - 1) / 2);
+  }
+  return total / static_cast<double>(n);
+}
+
 class SmallModelForward : public ModelZooForward, public ::testing::WithParamInterface<const char*> {};
 
 // A forward pass at batch 2 gives finite logits, and the loss node computes the cross entropy
-// of those logits and the labels. 1e-5 relative: the reference loss accumulates in double from
-// f32 logits and rounds to f32 once.
-TEST_P(SmallModelForward, FiniteLogitsAndTheirCrossEntropy) {
+// of those logits and the labels (CTC's loss of the label sequences, for a CTC model). 1e-5
+// relative: the reference loss accumulates in double from f32 logits (f32 log-probabilities, for
+// CTC) and rounds to f32 once.
+TEST_P(SmallModelForward, FiniteLogitsAndTheirLoss) {
   ModelOptions o;
   o.batch = 2;
   o.with_loss = true;
   Network net = build_model(GetParam(), o);
   const Tensor x = random_input(net.desc(kZooInput), 1);
-  const Tensor y = labels(2, net.desc(kZooLogits).shape[1]);
+  const bool ctc = net.desc(kZooLogits).shape.rank() == 3;
+  const int64_t classes = net.desc(kZooLogits).shape[ctc ? 2 : 1];
+  const Tensor y = ctc ? label_sequences(net.desc(kZooLabels), classes) : labels(2, classes);
   auto out = run_inference(net, {{kZooInput, x}, {kZooLabels, y}});
   const Tensor& logits = out.at(kZooLogits);
   EXPECT_TRUE(all_finite(logits)) << logits.to_string();
   EXPECT_GT(compare(logits, Tensor(logits.desc()), 0, 0).max_abs_error, 0) << "logits are all zero";
   const double loss = out.at(kZooLoss).get(0);
-  EXPECT_NEAR(loss, cross_entropy(logits, y), 1e-5 * std::abs(loss));
+  EXPECT_NEAR(loss, ctc ? ctc_loss(logits, y) : cross_entropy(logits, y), 1e-5 * std::abs(loss));
 }
 
 // Inference mode treats samples independently: each row of a batch-2 run equals that sample run
@@ -88,20 +147,21 @@ TEST_P(SmallModelForward, SamplesOfABatchAreIndependent) {
   const Tensor both = run_inference(pair, {{kZooInput, x}}).at(kZooLogits);
   o.batch = 1;
   Network single = build_model(GetParam(), o);
-  const int64_t per_sample = x.numel() / 2, classes = both.shape()[1];
+  const int64_t per_sample = x.numel() / 2, scores = both.numel() / 2;  // [classes] or [steps, classes]
   for (int64_t s = 0; s < 2; ++s) {
     Tensor one(single.desc(kZooInput));
     std::copy_n(x.data_as<float>() + s * per_sample, per_sample, one.data_as<float>());
     const Tensor alone = run_inference(single, {{kZooInput, one}}).at(kZooLogits);
     Tensor row(alone.desc());
-    std::copy_n(both.data_as<float>() + s * classes, classes, row.data_as<float>());
+    std::copy_n(both.data_as<float>() + s * scores, scores, row.data_as<float>());
     const auto c = compare(row, alone, 1e-4, 1e-5);
     EXPECT_EQ(c.mismatches, 0) << "sample " << s << ": max abs error " << c.max_abs_error;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, SmallModelForward,
-                         ::testing::Values("lenet5", "mlp", "resnet20", "lstm", "transformer"));
+                         ::testing::Values("lenet5", "mlp", "resnet20", "lstm", "transformer", "kws-dscnn",
+                                           "speech-ctc"));
 
 TEST_F(ModelZooForward, TrainingModeRunsWithBatchStatisticsAndDropout) {
   for (const char* model : {"resnet20", "transformer"}) {
@@ -186,6 +246,20 @@ TEST_F(ModelZooForward, ForwardFlopsAddTheOperators) {
   ModelOptions o;
   o.initialize = false;
   EXPECT_DOUBLE_EQ(forward_flops(build_model("lenet5", o)), 833'040 + 6'508 + 6'304);
+  // KWS DS-CNN on 49x10 MFCCs: every layer after the stem sees 64 x 25 x 5 = 8,000 elements. MACs:
+  // stem 8,000 x 40, per block depthwise 8,000 x 9 and pointwise 8,000 x 64, fc 64 x 12; then nine
+  // batch norms at 4 per element, nine ReLUs at 1, and the global pool reads each element once.
+  const double kws_macs = 8'000 * 40 + 4 * (8'000 * 9 + 8'000 * 64) + 64 * 12;
+  EXPECT_DOUBLE_EQ(forward_flops(build_model("kws-dscnn", o)), 2 * kws_macs + 9 * 8'000 * 5 + 8'000);
+  // Speech CTC on 149x40 log-mels: conv1 writes 32 x 75 x 20 = 48,000 elements of 25 MACs, conv2
+  // 24,000 of 288, each followed by a batch norm (4 per element) and a ReLU (1); the LSTM per step
+  // and direction 2 x 4 x 128 x (320 + 128) for its products plus 16 per unit for the gates, over
+  // 75 steps and 2 directions; fc 75 x 256 x 11 MACs and 825 additions. The transposes and
+  // reshapes compute nothing.
+  const double lstm_step = 2.0 * 4 * 128 * (320 + 128) + 16 * 128;
+  EXPECT_DOUBLE_EQ(forward_flops(build_model("speech-ctc", o)),
+                   2 * (48'000 * 25 + 24'000 * 288) + 5 * (48'000 + 24'000) + 2 * 75 * lstm_step +
+                       2 * 75 * 256 * 11 + 825);
   // ResNet-50: torchvision's 4.09 G multiply-adds, 8.18 GFLOPs in convolutions and the
   // classifier; normalization, ReLU, additions and pooling add a little over 1%.
   const double r50 = forward_flops(build_model("resnet50", o));
