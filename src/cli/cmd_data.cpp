@@ -111,7 +111,7 @@ int run_info(const InfoArgs& a, const GlobalOptions& g) {
                                  ds->size(), ds->classes());
   for (const auto& [name, desc] : ds->sample_descs()) {
     samples[name] = {{"dtype", std::string(to_string(desc.dtype))}, {"shape", desc.shape.dims()}};
-    text += fmt::format("{:<10}{} per sample\n", name, desc.to_string());
+    text += fmt::format("{:<{}}{} per sample\n", name, std::max<size_t>(10, name.size() + 2), desc.to_string());
   }
   json j{{"dataset", ds->name()},
          {"format", spec.name},
@@ -131,14 +131,20 @@ int run_info(const InfoArgs& a, const GlobalOptions& g) {
     }
     j["label_histogram"] = histogram;
     text += "histogram class: count\n";
-    for (size_t c = 0; c < histogram.size(); ++c) text += fmt::format("{:>14}: {}\n", c, histogram[c]);
+    // A text set's classes are its vocabulary while its label() is a stratum (a digit count, a
+    // lexicographer file): the console leaves the empty rows of a long histogram out, JSON keeps all.
+    const bool long_histogram = histogram.size() > 20;
+    for (size_t c = 0; c < histogram.size(); ++c)
+      if (!long_histogram || histogram[c] > 0) text += fmt::format("{:>14}: {}\n", c, histogram[c]);
+    if (long_histogram) text += "(classes without a sample left out)\n";
   }
   emit_text(text, j, a.out);
   return kExitOk;
 }
 
 // Every sample of the split as the npy format reads it back: DIR/inputs.npy [N, ...] and
-// DIR/labels.npy [N, ...], in the dataset's own dtypes (a text set's ids stay i64).
+// DIR/labels.npy [N, ...], in the dataset's own dtypes (a text set's ids stay i64), and any
+// further tensor of the set as DIR/NAME.npy.
 int run_export(const InfoArgs& a, const std::string& dir, const GlobalOptions& g) {
   const DatasetSpec spec = spec_of(a, g);
   const auto ds = open_dataset(spec);
@@ -149,7 +155,12 @@ int run_export(const InfoArgs& a, const std::string& dir, const GlobalOptions& g
   D5_CHECK(!ec, IoError, "cannot create '{}': {}", dir, ec.message());
   json files = json::object();
   std::string text = fmt::format("{} (split {}): {} samples\n", ds->name(), spec.split, n);
-  for (const auto& [name, file] : {std::pair{kDataInput, "inputs.npy"}, std::pair{kDataLabels, "labels.npy"}}) {
+  // inputs.npy and labels.npy first (what --dataset npy reads back), then any other tensor the set
+  // produces as NAME.npy (a translation set's decoder_input.npy).
+  std::vector<std::pair<std::string, std::string>> tensors = {{kDataInput, "inputs.npy"}, {kDataLabels, "labels.npy"}};
+  for (const auto& [name, desc] : descs)
+    if (name != kDataInput && name != kDataLabels) tensors.emplace_back(name, name + ".npy");
+  for (const auto& [name, file] : tensors) {
     const auto d = descs.find(name);
     D5_CHECK_ARG(d != descs.end(), "dataset '{}' produces no '{}' tensor to export", ds->name(), name);
     std::vector<int64_t> dims = {n};
@@ -170,10 +181,10 @@ int run_export(const InfoArgs& a, const std::string& dir, const GlobalOptions& g
     const std::string path = (std::filesystem::path(dir) / file).string();
     write_npy_file(path, all);
     files[name] = {{"path", path}, {"dtype", std::string(to_string(all.dtype()))}, {"shape", dims}};
-    text += fmt::format("  {:<7} -> {} {}\n", name, path, all.desc().to_string());
+    text += fmt::format("  {:<13} -> {} {}\n", name, path, all.desc().to_string());
   }
   emit_text(text, json{{"dataset", ds->name()}, {"split", spec.split}, {"size", n}, {"classes", ds->classes()},
-                       {"vocabulary", ds->vocabulary()}, {"files", files}},
+                       {"vocabulary", ds->vocabulary()}, {"end_token", ds->end_token()}, {"files", files}},
             a.out);
   return kExitOk;
 }

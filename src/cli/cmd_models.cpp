@@ -33,16 +33,19 @@ int run_list(const OutputOptions& out) {
   register_builtin_operators();  // shape inference and flops() come from the reference operators
   json models = json::array();
   std::string text =
-      fmt::format("{:<18}{:>13}  {:<13}{:>9}  {}\n", "model", "parameters", "input", "GFLOPs", "description");
+      fmt::format("{:<21}{:>13}  {:<13}{:>9}  {}\n", "model", "parameters", "input", "GFLOPs", "description");
   for (const auto& m : zoo_models()) {
     ModelOptions o;
     o.initialize = false;  // counting needs the shapes, not the values
     const Network net = build_model(m.name, o);
     const int64_t params = net.parameter_count();
     const double gflops = forward_flops(net) / 1e9;
-    const std::string input =
-        fmt::format("{}{}", fmt::join(m.default_input, "x"), m.default_vocabulary > 0 ? " ids" : "");
-    text += fmt::format("{:<18}{:>13}  {:<13}{:>9.4g}  {}\n", m.name, with_separators(params), input, gflops,
+    // A translation model reads source ids and decoder ids: "8+16 ids".
+    const std::string input = fmt::format(
+        "{}{}{}", fmt::join(m.default_input, "x"),
+        m.default_target_length > 0 ? fmt::format("+{}", m.default_target_length) : "",
+        m.default_vocabulary > 0 ? " ids" : "");
+    text += fmt::format("{:<21}{:>13}  {:<13}{:>9.4g}  {}\n", m.name, with_separators(params), input, gflops,
                         m.description);
     models.push_back({{"name", m.name},
                       {"description", m.description},
@@ -52,6 +55,7 @@ int run_list(const OutputOptions& out) {
                       {"default_vocabulary", m.default_vocabulary},
                       {"per_position", m.per_position},
                       {"loss", m.loss},
+                      {"default_target_length", m.default_target_length},
                       {"forward_gflops_batch1", gflops}});
   }
   text += "GFLOPs: one forward pass at batch 1 (a multiply-add counts 2), from the operators' flops()\n";
@@ -112,6 +116,9 @@ Command register_models(CLI::App& app, const GlobalOptions& g) {
          "--input-shape", e->options.input_shape,
          "Per-sample input shape, comma-separated: C,H,W, or STEPS,FEATURES for lstm and transformer")
       ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  exp->add_option("--target-length", e->options.target_length,
+                  "Decoder input length of a sequence-to-sequence model (default: the model's)")
       ->check(CLI::PositiveNumber);
   exp->add_flag("--with-loss", e->options.with_loss,
                 "Append SoftmaxCrossEntropyLoss: input 'labels' (int64 [batch]), output 'loss'");

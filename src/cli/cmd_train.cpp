@@ -122,12 +122,19 @@ TrainNetwork load_train_network(const TrainOpts& o, const Dataset& data, uint64_
   LossHeadOptions ho{kZooLabels, kZooLoss, o.ignore_index, o.blank, {}};
   const auto descs = data.sample_descs();
   if (auto labels = descs.find(kDataLabels); labels != descs.end()) ho.label_shape = labels->second.shape.dims();
+  // A translation set's decoded outputs are judged whole: exact match and BLEU, not per piece.
+  const auto decoder = descs.find(kDataDecoderInput);
+  auto head_for = [&](Network& net) {
+    LossHead lh = append_loss_head(net, head, ho);
+    if (decoder != descs.end()) lh.quality = {"exact_match", "bleu"};
+    return lh;
+  };
   if (std::filesystem::exists(o.model)) {
 #ifdef D5_HAVE_ONNX
     ImportOptions io;
     io.batch = o.batch;
     Network net = import_onnx_file(o.model, io);
-    LossHead lh = append_loss_head(net, head, ho);
+    LossHead lh = head_for(net);
     return {std::move(net), "onnx:" + o.model, std::move(lh)};
 #else
     D5_THROW(NotBuilt, "'{}': this d5 was built without ONNX support (libonnx-dev), so it cannot load model "
@@ -145,10 +152,11 @@ TrainNetwork load_train_network(const TrainOpts& o, const Dataset& data, uint64_
   mo.classes = data.classes();
   mo.vocabulary = data.vocabulary();
   mo.input_shape = in->second.shape.dims();
+  if (decoder != descs.end() && decoder->second.shape.rank() == 1) mo.target_length = decoder->second.shape[0];
   mo.training = true;
   mo.seed = seed;
   Network net = build_model(o.model, mo);
-  LossHead lh = append_loss_head(net, head, ho);
+  LossHead lh = head_for(net);
   return {std::move(net), "zoo:" + o.model, std::move(lh)};
 }
 
@@ -281,6 +289,7 @@ int run_train(const TrainOpts& given, const GlobalOptions& g) {
   // --dist each rank takes its slice of a global batch of ranks x --batch.
   const uint64_t sampler_seed = settings.stream("train/sampler").seed();
   TrainingOptions to = training_options(o, tn.head, comm, writes);
+  to.test_executor_options = eo;
   const DataLoaderOptions loader_options = loader_options_for(*executor, to, o.prefetch);
   DataLoader loader(*train_set,
                     comm ? make_distributed_sampler(o.sampler, *train_set, o.batch, sampler_seed, comm->rank(),

@@ -107,6 +107,32 @@ TEST(CliData, ExportWritesWhatTheNpyFormatReadsBack) {
   EXPECT_EQ(run_d5({"data", "export", "--dataset", "synthetic"}).exit_code, 2);
 }
 
+// A translation set's third tensor goes beside the other two, and its end token into the JSON;
+// the console lists every tensor and leaves the empty classes of a vocabulary-sized histogram out.
+TEST(CliData, ExportWritesEveryTensorOfASequenceToSequenceSet) {
+  TempDir dir("d5-data-export-s2s");
+  const std::vector<std::string> data = {"--dataset", "number-words", "--split", "test", "--data-dir",
+                                         dir.file("cache"), "--set", "samples=30"};
+  std::vector<std::string> args = {"data", "export", "--to", dir.file("out"), "--format", "json"};
+  args.insert(args.end(), data.begin(), data.end());
+  const auto e = run_d5(args);
+  if (e.exit_code == kExitNotBuilt) GTEST_SKIP() << "number-words needs SentencePiece: " << e.err;
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  const auto j = nlohmann::json::parse(e.out);
+  EXPECT_EQ(j["end_token"], j["vocabulary"].get<int>() - 1);
+  EXPECT_EQ(j["files"]["decoder_input"]["shape"], nlohmann::json({30, 12}));
+  EXPECT_EQ(j["files"]["decoder_input"]["path"], dir.file("out") + "/decoder_input.npy");
+  EXPECT_TRUE(std::filesystem::exists(dir.file("out") + "/decoder_input.npy"));
+  EXPECT_EQ(j["files"]["labels"]["shape"], nlohmann::json({30, 12}));
+  std::vector<std::string> info = {"data", "info"};
+  info.insert(info.end(), data.begin(), data.end());
+  const auto i = run_d5(info);
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_NE(i.out.find("decoder_input  i64[12] per sample"), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("(classes without a sample left out)"), std::string::npos) << i.out;
+  EXPECT_EQ(i.out.find("            50: 0"), std::string::npos) << i.out;
+}
+
 TEST(CliData, ErrorsMapToExitCodes) {
   auto r = run_d5({"data", "info", "--dataset", "imagenet-22k"});
   EXPECT_EQ(r.exit_code, 2);

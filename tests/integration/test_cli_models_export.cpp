@@ -38,6 +38,8 @@ TensorMap zoo_feeds(const Network& net) {
     x = synthetic_feeds(net, 3).at(kZooInput);  // token ids of a text model, within its vocabulary
   }
   TensorMap feeds = {{kZooInput, x}};
+  if (std::find(net.inputs().begin(), net.inputs().end(), kZooDecoderInput) != net.inputs().end())
+    feeds[kZooDecoderInput] = synthetic_feeds(net, 3).at(kZooDecoderInput);  // a translation model's
   if (std::find(net.inputs().begin(), net.inputs().end(), kZooLabels) != net.inputs().end()) {
     Tensor y(net.desc(kZooLabels));
     for (int64_t i = 0; i < y.numel(); ++i) y.data_as<int64_t>()[i] = i % 2;
@@ -177,7 +179,8 @@ TEST_P(ModelsExport, PyTorchRunningTheFileAgreesWithD5) {
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ModelsExport,
                          ::testing::Values("lenet5", "mlp", "resnet20", "mobilenet_v2", "kws-dscnn", "speech-ctc",
-                                           "lstm", "transformer", "text-lstm", "text-lstm-lm", "text-transformer"),
+                                           "lstm", "transformer", "text-lstm", "text-lstm-lm", "text-transformer",
+                                           "seq2seq-transformer"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '-', '_');

@@ -53,8 +53,12 @@ const std::vector<SmallRun>& small_runs() {
       {"optimizers-compare", {"epochs=1", "data-dir=" + kMnist}, false, {"torch"}},
       {"cifar10-resnet20", {"epochs=1", "batch=32"}, false, {"torch"}, true},
       {"rl", {"seeds=1", "max-env-steps=2000"}, false, {}},
-      // The tokenizer cached once per build tree, as the text twin's.
-      {"text", {"time-limit=5", "data-dir=" D5_BINARY_DIR "/test-data/wordnet-glosses"}, false, {"torch"}},
+      // The tokenizers cached once per build tree, as the text twins'.
+      {"text",
+       {"time-limit=5", "data-dir=" D5_BINARY_DIR "/test-data/wordnet-glosses",
+        "seq2seq-transformer.data-dir=" D5_BINARY_DIR "/test-data/number-words"},
+       false,
+       {"torch"}},
       // The clips spoken once per build tree, as the speech twins'.
       {"speech",
        {"time-limit=5", "kws-dscnn.data-dir=" D5_BINARY_DIR "/test-data/spoken-words",
@@ -66,7 +70,8 @@ const std::vector<SmallRun>& small_runs() {
         "zoo-inference.max-time=0.2", "zoo-train-step.min-runs=2", "zoo-train-step.max-time=0.2",
         "mnist-lenet5.epochs=1", "dsgd-scaling.steps=4", "rl-cartpole.max-env-steps=2000", "data-dir=" + kMnist,
         // After the MNIST directory, which it overrides (the last --set wins): the clips' cache.
-        "speech-kws.data-dir=" D5_BINARY_DIR "/test-data/spoken-words", "speech-kws.epochs=2"},
+        "speech-kws.data-dir=" D5_BINARY_DIR "/test-data/spoken-words", "speech-kws.epochs=2",
+        "text-translate.data-dir=" D5_BINARY_DIR "/test-data/number-words", "text-translate.epochs=1"},
        false,
        {"torch", "mpi"}},
   };

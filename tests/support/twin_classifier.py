@@ -30,18 +30,25 @@ def load(directory):
     return (torch.from_numpy(np.load(f"{directory}/inputs.npy")), torch.from_numpy(np.load(f"{directory}/labels.npy")))
 
 
+def load_with_decoder_input(directory):
+    """A translation set's export: the source ids and the decoder's ids side by side in one
+    [N, S + T] tensor (the model splits them), and the labels."""
+    x, y = load(directory)
+    return torch.cat([x, torch.from_numpy(np.load(f"{directory}/decoder_input.npy"))], dim=1), y
+
+
 def accuracy(model, tx, ty):
     with torch.no_grad():
         correct = sum(int((model(tx[i:i + 512]).argmax(1) == ty[i:i + 512]).sum()) for i in range(0, len(ty), 512))
     return correct / len(ty)
 
 
-def train(model, a, loss=nn.functional.cross_entropy, measure=("accuracy", accuracy)):
+def train(model, a, loss=nn.functional.cross_entropy, measure=("accuracy", accuracy), loader=load):
     """Adam on loss(model(x), y) (softmax cross-entropy by default) over a.epochs epochs of whole
     shuffled batches; after each, measure[1](model, test inputs, test labels) as measure[0]."""
     torch.set_num_threads(1)
-    x, y = load(a.train)
-    tx, ty = load(a.test)
+    x, y = loader(a.train)
+    tx, ty = loader(a.test)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     rng = np.random.default_rng(a.seed)
     start = time.perf_counter()

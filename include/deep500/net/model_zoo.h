@@ -10,7 +10,10 @@
 // reads labels [batch, positions], skipping positions labelled -100. A CTC model (speech-ctc) writes
 // per-step scores [batch, steps, classes] and its loss reads label sequences [batch,
 // kZooCtcLabelLength], left-aligned and padded with -100: LogSoftmax, then CTCLoss (deep500's
-// operator: ONNX has none, so such a network exports without its loss only).
+// operator: ONNX has none, so such a network exports without its loss only). A sequence-to-sequence
+// model (seq2seq-transformer) reads a second input "decoder_input" ([batch, target_length], i64:
+// the target shifted right behind a start token) and writes logits [batch, target_length,
+// vocabulary]; its loss is the language model's.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -32,6 +35,9 @@ struct ModelOptions {
   // Text models read token ids in [0, vocabulary) (an i64 input [batch, length]); 0: the model's
   // default. Models with a float input refuse a vocabulary.
   int64_t vocabulary = 0;
+  // Sequence-to-sequence models: the decoder input's length; 0: the model's default. Other models
+  // refuse one.
+  int64_t target_length = 0;
   bool with_loss = false;
   // Training mode: BatchNormalization normalizes with batch statistics (training_mode=1, the
   // running-statistics outputs left unnamed) and Dropout nodes drop (training_mode input true). In
@@ -57,6 +63,9 @@ struct ZooModel {
   // so `d5 train --loss` can take the same: softmax-ce (logits [batch, classes], labels [batch]),
   // sequence-ce (per_position) or ctc (per-step scores [batch, steps, classes], class 0 the blank).
   std::string loss = "softmax-ce";
+  // > 0: a sequence-to-sequence model whose decoder reads "decoder_input" of this many ids by
+  // default (ModelOptions::target_length); its logits score every target position (per_position).
+  int64_t default_target_length = 0;
 };
 
 // Every model, in the order `d5 models list` prints them.

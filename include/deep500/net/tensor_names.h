@@ -7,5 +7,7 @@ inline constexpr const char* kZooInput = "input";
 inline constexpr const char* kZooLogits = "logits";
 inline constexpr const char* kZooLabels = "labels";
 inline constexpr const char* kZooLoss = "loss";
+// A sequence-to-sequence model's second input: the target shifted right behind a start token.
+inline constexpr const char* kZooDecoderInput = "decoder_input";
 
 }  // namespace d5

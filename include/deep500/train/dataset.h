@@ -22,6 +22,9 @@ using Batch = std::map<std::string, Tensor>;
 
 inline constexpr const char* kDataInput = "input";
 inline constexpr const char* kDataLabels = "labels";
+// A sequence-to-sequence set's decoder input: the target shifted right behind a start token
+// (teacher forcing); greedy decoding overwrites it with the model's own predictions.
+inline constexpr const char* kDataDecoderInput = "decoder_input";
 
 class Dataset {
  public:
@@ -46,6 +49,9 @@ class Dataset {
   // targets): whether the piece begins a word. Empty for every other set. Per-word perplexity
   // counts words by it (quality.h).
   virtual std::vector<bool> word_starts() const { return {}; }
+  // The id that ends a target sequence in the labels of a sequence-to-sequence set (a decoder
+  // stops there); -1 for every other set.
+  virtual int64_t end_token() const { return -1; }
 };
 
 // A per-batch transformation a loader applies after fetch (augmentation, normalization). Random

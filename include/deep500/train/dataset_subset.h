@@ -24,6 +24,7 @@ class SubsetDataset : public Dataset {
   int64_t classes() const override { return base_->classes(); }
   int64_t vocabulary() const override { return base_->vocabulary(); }
   std::vector<bool> word_starts() const override { return base_->word_starts(); }
+  int64_t end_token() const override { return base_->end_token(); }
   Batch fetch(std::span<const int64_t> indices) const override;
   int64_t label(int64_t index) const override;
   int64_t sample_length(int64_t index) const override;

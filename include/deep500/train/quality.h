@@ -10,7 +10,9 @@
 //   labelled `ignore_index` (padding) are not counted;
 // - regression: a prediction and an f32 target of one shape [N, ...];
 // - CTC: per-step class scores [N, T, C] decoded greedily (the best class per step, repeats merged,
-//   blanks removed) against label sequences [N, S] padded with `ignore_index`.
+//   blanks removed) against label sequences [N, S] padded with `ignore_index`;
+// - translation (bleu): class scores [N, T, C] whose best class per position, up to the first
+//   `end_token`, is the hypothesis, against labels [N, T] ending with `end_token` (bleu.h).
 //
 // Only the first `rows` of the N rows count: a padded last test batch has fewer real samples.
 #include <cstdint>
@@ -48,10 +50,12 @@ struct QualitySettings {
   int64_t blank = 0;  // the CTC blank class (cer)
   // word_perplexity: per class, whether it begins a word (Dataset::word_starts).
   std::vector<bool> word_starts = {};
+  // bleu: the id that ends a sequence (Dataset::end_token); a hypothesis is read up to it.
+  int64_t end_token = -1;
 };
 
 // The measures by name, for help texts and errors: accuracy, top<k> (k >= 1, e.g. top5),
-// exact_match, perplexity, word_perplexity, mse, mae, cer. word_perplexity is exp of the same
+// exact_match, perplexity, word_perplexity, mse, mae, cer, bleu. word_perplexity is exp of the same
 // summed negative log-likelihood as perplexity, divided by the words instead of the pieces: the
 // labelled positions whose label begins a word, plus one per row whose first labelled piece
 // continues a word that began before it. Observing it with settings without word_starts is an

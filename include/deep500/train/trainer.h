@@ -8,10 +8,16 @@
 // set; quality.h: accuracy, top-k, perplexity, mse ...), the time per step, throughput, and the
 // time to reach a quality target (quality_target.h, "accuracy>=0.97").
 //
-// Test passes run on the training executor, whose network has a fixed batch dimension B: the
+// Test passes run on the training executor, whose network has a fixed batch dimension B (a network
+// with Dropout nodes on an executor of its copy without them, sharing the parameters): the
 // test set is cut into batches of B indices and a last, partial batch is padded by repeating its
 // first index; only its real rows are counted (pad and mask). Networks whose inference depends on
 // the batch composition (BatchNormalization in training mode) therefore see the padding rows.
+//
+// A network that reads a decoder input (kDataDecoderInput, a sequence-to-sequence model) is
+// trained with teacher forcing but tested as it would be used: decoding greedily, one pass per
+// target position, each feeding the best class so far back into the decoder input; the measures
+// see the scores of the last pass (exact_match and bleu then judge the decoded sequences).
 //
 // Time to target counts training time only (steps, including fetching their batches), not the
 // test passes that check the target; both are reported, and so is the wall time.
@@ -67,6 +73,9 @@ struct TrainingOptions {
   std::string labels = kDataLabels;
   std::string logits = kZooLogits;
   std::string loss = kZooLoss;
+  // The options of the executor test passes run on when the network has Dropout nodes (a copy
+  // of it without them, on the training executor's backend); the training executor's otherwise.
+  ExecutorOptions test_executor_options{.deterministic = true};
   // Save a checkpoint here every checkpoint_every steps and at the end; empty: none.
   std::string checkpoint_path;
   int64_t checkpoint_every = 0;
@@ -199,6 +208,11 @@ class Trainer {
   bool fire(const std::function<bool(TrainingEvent&)>& hook);
   bool run_test(TrainingResult& result);  // false when an event asked to stop
   TensorMap feeds_of(const Batch& batch) const;
+  // The logits of a test batch; a network with a decoder input decodes greedily.
+  Tensor predict(TensorMap feeds);
+  // What test passes run on: the training executor, or for a network with Dropout nodes an
+  // executor of a copy without them, its parameters those of the training network.
+  GraphExecutor& test_executor();
   void check_setup(int64_t source_batch, int64_t source_size);
   void check_labels(const Network& net) const;
   // The batch source: the sampler with the training set, or the loader.
@@ -222,6 +236,8 @@ class Trainer {
   std::vector<std::shared_ptr<TrainingEvent>> events_;
   MetricSet step_metrics_;
   bool trained_ = false;
+  std::unique_ptr<Network> test_network_;
+  std::unique_ptr<GraphExecutor> test_executor_;
 };
 
 // Deep500's entry point: a Trainer with the given events, trained once.

@@ -15,6 +15,8 @@ using Dims = std::vector<int64_t>;
 const Dims kImageNet = {3, 224, 224}, kCifar = {3, 32, 32}, kMnist = {1, 28, 28};
 // Text models' defaults: wordnet-glosses' (32 tokens, 2000 pieces, 45 lexicographer files).
 constexpr int64_t kTextLength = 32, kTextVocabulary = 2000, kTextClasses = 45;
+// Translation models' defaults: number-words' (docs/text-datasets.md#number-words).
+constexpr int64_t kTranslationSource = 9, kTranslationTarget = 12, kTranslationVocabulary = 94;
 
 Registry<ZooModel>* make_models() {
   auto* m = new Registry<ZooModel>("model");
@@ -84,6 +86,16 @@ Registry<ZooModel>* make_models() {
   add_text("text-transformer",
            "Text Transformer: 128-wide token embedding, 2 encoder layers, 4 heads, mean pooling",
            zoo::build_text_transformer);
+  {
+    // number-words' defaults: numerals of up to 6 digits and their words in a shared vocabulary.
+    ZooModel s2s{"seq2seq-transformer",
+                 "Seq2seq Transformer: 2 encoder and 2 decoder layers, d_model 64, 4 heads, greedy decoding "
+                 "(translation)",
+                 {kTranslationSource}, kTranslationVocabulary, zoo::build_seq2seq_transformer,
+                 kTranslationVocabulary, true, "sequence-ce", kTranslationTarget};
+    std::string name = s2s.name, description = s2s.description;
+    m->add(std::move(name), std::move(description), std::move(s2s));
+  }
   return m;
 }
 
@@ -126,6 +138,11 @@ Network build_model(const std::string& name, const ModelOptions& options) {
                "sets train text models ({})",
                name, o.vocabulary, fmt::join(text_model_names(), ", "));
   if (o.vocabulary == 0) o.vocabulary = it->default_vocabulary;
+  D5_CHECK_ARG(o.target_length >= 0, "model '{}': target length must be positive (0 for the default), got {}",
+               name, o.target_length);
+  D5_CHECK_ARG(o.target_length == 0 || it->default_target_length > 0,
+               "model '{}' has no decoder, so a target length ({}) means nothing to it", name, o.target_length);
+  if (o.target_length == 0) o.target_length = it->default_target_length;
   if (o.input_shape.empty()) o.input_shape = it->default_input;
   for (int64_t d : o.input_shape)
     D5_CHECK_ARG(d >= 1, "model '{}': input shape [{}] has an extent below 1", name,

@@ -70,9 +70,13 @@ Value Builder::token_input() {
   const auto& s = options_.input_shape;
   D5_CHECK_ARG(s.size() == 1, "model '{}' takes a per-sample input of one extent (the number of tokens), got [{}]",
                model_, fmt::join(s, ","));
-  D5_CHECK(!used_.count(kZooInput), Internal, "model '{}' asked for two inputs", model_);
-  used_.insert(kZooInput);
-  Value v{kZooInput, Shape{options_.batch, s[0]}};
+  return token_input(kZooInput, s[0]);
+}
+
+Value Builder::token_input(const std::string& name, int64_t length) {
+  D5_CHECK(!used_.count(name), Internal, "model '{}' asked for input '{}' twice", model_, name);
+  used_.insert(name);
+  Value v{name, Shape{options_.batch, length}};
   net_.add_input(v.name, TensorDesc{DType::i64, v.shape});
   return v;
 }

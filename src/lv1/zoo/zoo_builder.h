@@ -44,6 +44,8 @@ class Builder {
   // The graph input "input" of token ids, i64 [batch, length]; InvalidArgument unless the
   // per-sample shape is one extent (the length).
   Value token_input();
+  // A further input of token ids, i64 [batch, length] (a decoder's input).
+  Value token_input(const std::string& name, int64_t length);
 
   // --- layers; `scope` is the PyTorch module path, used for node and parameter names ---
   Value conv(const Value& x, const std::string& scope, int64_t out_channels, int64_t kernel, int64_t stride,
@@ -141,5 +143,6 @@ Network build_text_transformer(const ModelOptions& o);
 Network build_text_lstm_lm(const ModelOptions& o);
 Network build_kws_dscnn(const ModelOptions& o);
 Network build_speech_ctc(const ModelOptions& o);
+Network build_seq2seq_transformer(const ModelOptions& o);
 
 }  // namespace d5::zoo

@@ -49,7 +49,8 @@ int fail(char** error, const std::string& message) {
 extern "C" {
 
 int d5_spm_train(const char* const* sentences, const size_t* lengths, size_t count, int64_t vocabulary,
-                 int32_t pad_id, int32_t unknown_id, char** model, size_t* model_size, char** error) {
+                 int32_t pad_id, int32_t unknown_id, int split_digits, char** model, size_t* model_size,
+                 char** error) {
   try {
     Sentences it(sentences, lengths, count);
     std::string out;
@@ -64,6 +65,7 @@ int d5_spm_train(const char* const* sentences, const size_t* lengths, size_t cou
          {"unk_id", std::to_string(unknown_id)},
          {"bos_id", "-1"},
          {"eos_id", "-1"},
+         {"split_digits", split_digits != 0 ? "true" : "false"},
          {"num_threads", "1"},
          {"minloglevel", "2"}},
         &it, &out);

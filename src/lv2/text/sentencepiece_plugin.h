@@ -14,8 +14,10 @@
 
 extern "C" {
 
+// split_digits != 0: every digit is a piece of its own (numerals are read digit by digit).
 int d5_spm_train(const char* const* sentences, const size_t* lengths, size_t count, int64_t vocabulary,
-                 int32_t pad_id, int32_t unknown_id, char** model, size_t* model_size, char** error);
+                 int32_t pad_id, int32_t unknown_id, int split_digits, char** model, size_t* model_size,
+                 char** error);
 int d5_spm_load(const char* model, size_t model_size, void** processor, char** error);
 int d5_spm_encode(const void* processor, const char* text, size_t length, int32_t** ids, size_t* count,
                   char** error);

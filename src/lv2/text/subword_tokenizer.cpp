@@ -69,7 +69,8 @@ std::string take(const Plugin& p, char* error) {
 
 bool subword_tokenizer_built() { return kBuilt; }
 
-std::string SubwordTokenizer::train(const std::vector<std::string>& sentences, int64_t vocabulary) {
+std::string SubwordTokenizer::train(const std::vector<std::string>& sentences, int64_t vocabulary,
+                                    bool split_digits) {
   D5_CHECK_ARG(vocabulary >= 8, "a subword vocabulary needs at least 8 pieces, got {}", vocabulary);
   D5_CHECK_ARG(!sentences.empty(), "a subword tokenizer needs sentences to train on");
   const Plugin& p = plugin();
@@ -81,7 +82,8 @@ std::string SubwordTokenizer::train(const std::vector<std::string>& sentences, i
   }
   char *model = nullptr, *error = nullptr;
   size_t size = 0;
-  D5_CHECK(p.train(text.data(), lengths.data(), text.size(), vocabulary, kPad, kUnknown, &model, &size, &error) == 0,
+  D5_CHECK(p.train(text.data(), lengths.data(), text.size(), vocabulary, kPad, kUnknown, split_digits ? 1 : 0, &model,
+                   &size, &error) == 0,
            InvalidArgument, "SentencePiece could not train a {}-piece model on {} sentences: {}", vocabulary,
            sentences.size(), take(p, error));
   std::string out(model, size);

@@ -19,8 +19,10 @@ class SubwordTokenizer {
 
   // A unigram model of `vocabulary` pieces (fewer when the sentences cannot fill it) from
   // `sentences`, on one thread so the model is a function of the sentences alone. Returns the
-  // serialized model (what the constructor loads; datasets cache it as a file).
-  static std::string train(const std::vector<std::string>& sentences, int64_t vocabulary);
+  // serialized model (what the constructor loads; datasets cache it as a file). split_digits: every
+  // digit a piece of its own, so numerals are read digit by digit.
+  static std::string train(const std::vector<std::string>& sentences, int64_t vocabulary,
+                           bool split_digits = false);
 
   // FormatError when `serialized_model` is not a SentencePiece model.
   explicit SubwordTokenizer(const std::string& serialized_model);

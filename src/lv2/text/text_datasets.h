@@ -7,5 +7,6 @@
 namespace d5::text {
 
 std::unique_ptr<Dataset> open_wordnet_glosses(const DatasetSpec& spec);
+std::unique_ptr<Dataset> open_number_words(const DatasetSpec& spec);
 
 }  // namespace d5::text

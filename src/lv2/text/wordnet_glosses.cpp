@@ -20,19 +20,16 @@
 //   classes() is the vocabulary; definitions of one piece, which predict nothing, are left out.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "../data/dataset_options.h"
 #include "core/digest.h"
 #include "deep500/core/error.h"
-#include "deep500/metrics/atomic_file.h"
 #include "deep500/train/quality.h"
 #include "subword_tokenizer.h"
 #include "text_datasets.h"
+#include "tokenizer_cache.h"
 #include "wordnet.h"
 
 namespace d5::text {
@@ -43,20 +40,6 @@ namespace fs = std::filesystem;
 
 constexpr const char* kGenerator = "wordnet-glosses/1";
 
-uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  D5_CHECK(in.good(), IoError, "cannot read '{}'", path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 struct GlossOptions {
   std::string wordnet_dir;
   int64_t vocabulary, length, samples, tokenizer_sentences;
@@ -64,47 +47,29 @@ struct GlossOptions {
   bool pad_start, next_piece;
 };
 
-bool in_test_split(const WordNetSynset& s, double test_fraction) {
-  return static_cast<double>(fnv1a(s.id)) < test_fraction * 18446744073709551616.0;
-}
+bool in_test_split(const WordNetSynset& s, double test_fraction) { return in_hashed_test_split(s.id, test_fraction); }
 
-// The cached tokenizer for these sources and options, trained and stored when absent or when the
-// stored model's checksum disagrees with its manifest.
-std::string cached_tokenizer(const std::vector<WordNetSynset>& synsets, const GlossOptions& o,
-                             const std::string& cache_dir) {
-  nlohmann::json sources = nlohmann::json::object();
-  for (const auto& f : wordnet_data_files(o.wordnet_dir)) sources[fs::path(f).filename().string()] = file_hex_digest(f, DigestKind::sha256);
-  const nlohmann::json options = {{"generator", kGenerator},
-                                  {"vocabulary", o.vocabulary},
-                                  {"test_fraction", o.test_fraction},
-                                  {"tokenizer_sentences", o.tokenizer_sentences}};
-  const std::string key = sha256_hex(sources.dump() + options.dump()).substr(0, 16);
-  const fs::path model_path = fs::path(cache_dir) / ("tokenizer-" + key + ".model");
-  const fs::path manifest_path = fs::path(cache_dir) / ("tokenizer-" + key + ".json");
-  if (fs::exists(model_path) && fs::exists(manifest_path)) {
-    std::string model = read_text(model_path.string());
-    const auto manifest = nlohmann::json::parse(read_text(manifest_path.string()), nullptr, false);
-    if (!manifest.is_discarded() && manifest.value("model_sha256", "") == sha256_hex(model)) return model;
-  }
-  std::vector<std::string> train;
-  for (const auto& s : synsets) {
-    if (in_test_split(s, o.test_fraction)) continue;
-    if (o.tokenizer_sentences > 0 && static_cast<int64_t>(train.size()) >= o.tokenizer_sentences) break;
-    train.push_back(s.definition);
-  }
-  std::string model = SubwordTokenizer::train(train, o.vocabulary);
-  std::error_code ec;
-  fs::create_directories(cache_dir, ec);
-  D5_CHECK(!ec, IoError, "cannot create the data directory '{}': {}", cache_dir, ec.message());
-  atomic_write(model_path.string(), model);
-  const nlohmann::json manifest = {{"sources", sources},
-                                   {"wordnet_dir", o.wordnet_dir},
-                                   {"options", options},
-                                   {"training_sentences", train.size()},
-                                   {"model", model_path.filename().string()},
-                                   {"model_sha256", sha256_hex(model)}};
-  atomic_write(manifest_path.string(), manifest.dump(2) + "\n");
-  return model;
+// The tokenizer of these WordNet files and options.
+std::string wordnet_tokenizer(const std::vector<WordNetSynset>& synsets, const GlossOptions& o,
+                              const std::string& cache_dir) {
+  TokenizerCacheEntry entry;
+  entry.cache_dir = cache_dir;
+  entry.vocabulary = o.vocabulary;
+  for (const auto& f : wordnet_data_files(o.wordnet_dir))
+    entry.sources[fs::path(f).filename().string()] = file_hex_digest(f, DigestKind::sha256);
+  entry.options = {{"generator", kGenerator},
+                   {"test_fraction", o.test_fraction},
+                   {"tokenizer_sentences", o.tokenizer_sentences}};
+  entry.notes = {{"wordnet_dir", o.wordnet_dir}};
+  return cached_tokenizer(std::move(entry), [&] {
+    std::vector<std::string> train;
+    for (const auto& s : synsets) {
+      if (in_test_split(s, o.test_fraction)) continue;
+      if (o.tokenizer_sentences > 0 && static_cast<int64_t>(train.size()) >= o.tokenizer_sentences) break;
+      train.push_back(s.definition);
+    }
+    return train;
+  });
 }
 
 class WordNetGlossesDataset : public Dataset {
@@ -138,7 +103,7 @@ class WordNetGlossesDataset : public Dataset {
              "wordnet-glosses needs SentencePiece, which this d5 was built without: install libsentencepiece-dev "
              "(scripts/install-deps.sh) and rebuild");
     const auto synsets = read_wordnet(o.wordnet_dir);
-    tokenizer_ = std::make_unique<SubwordTokenizer>(cached_tokenizer(synsets, o, data::data_dir_for(spec)));
+    tokenizer_ = std::make_unique<SubwordTokenizer>(wordnet_tokenizer(synsets, o, data::data_dir_for(spec)));
     length_ = o.length;
     const bool test = spec.split == "test";
     std::vector<const WordNetSynset*> split;

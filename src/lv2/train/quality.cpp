@@ -1,5 +1,5 @@
 // Quality measures over class scores (accuracy, top-k, exact match, perplexity), regression
-// predictions (mse, mae) and CTC outputs (cer); the layouts are in quality.h.
+// predictions (mse, mae), CTC outputs (cer) and translations (bleu); the layouts are in quality.h.
 #include "deep500/train/quality.h"
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 
 #include "deep500/core/error.h"
 #include "deep500/core/parse_number.h"
+#include "deep500/train/bleu.h"
 
 namespace d5 {
 
@@ -306,10 +307,66 @@ class CtcErrorRate : public QualityMeasure {
   int64_t edits_ = 0, reference_ = 0;
 };
 
+// Corpus BLEU (bleu.h) of a translation model's outputs: per row, the hypothesis is the best
+// class at each position up to the first end token (the greedy decoder's output when the test pass
+// decodes greedily), the reference the labels up to the end token or the padding; both grouped
+// into words by word_starts.
+class Bleu : public QualityMeasure {
+ public:
+  explicit Bleu(const QualitySettings& s)
+      : ignore_(s.ignore_index), end_(s.end_token), word_starts_(s.word_starts) {}
+  std::string name() const override { return "bleu"; }
+  std::string unit() const override { return ""; }
+  bool higher_is_better() const override { return true; }
+  double lowest() const override { return 0; }
+  double highest() const override { return 100; }
+  void reset() override { counts_ = BleuCounts{}; }
+  double value() const override {
+    return counts_.hypothesis_length() + counts_.reference_length() > 0 ? counts_.score() : kNaN;
+  }
+  void observe(const Tensor& prediction, const Tensor& labels, int64_t rows) override {
+    check_rows(name(), prediction, rows);
+    D5_CHECK_ARG(end_ >= 0,
+                 "bleu needs the token that ends a sequence: measure it on a sequence-to-sequence set (number-words)");
+    const Shape& ps = prediction.shape();
+    D5_CHECK_ARG(prediction.dtype() == DType::f32 && ps.rank() == 3,
+                 "bleu: needs f32 class scores per position [N, T, C], got {}", prediction.desc().to_string());
+    const Shape per_position{ps[0], ps[1]};
+    D5_CHECK_ARG((labels.dtype() == DType::i64 || labels.dtype() == DType::i32) && labels.shape() == per_position,
+                 "bleu: scores {} need integer labels shaped [{}, {}], got {}", ps.to_string(), ps[0], ps[1],
+                 labels.desc().to_string());
+    const int64_t steps = ps[1], classes = ps[2];
+    D5_CHECK_ARG(end_ < classes, "bleu: the end token {} is outside the {} classes", end_, classes);
+    const float* x = prediction.data_as<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<int64_t> hypothesis, reference;
+      for (int64_t t = 0; t < steps; ++t) {
+        const float* scores = x + (r * steps + t) * classes;
+        const auto best = static_cast<int64_t>(std::max_element(scores, scores + classes) - scores);
+        if (best == end_) break;
+        hypothesis.push_back(best);
+      }
+      for (int64_t t = 0; t < steps; ++t) {
+        const auto label = static_cast<int64_t>(labels.get(r * steps + t));
+        if (label == end_ || label == ignore_) break;
+        D5_CHECK_ARG(label >= 0 && label < classes, "bleu: label {} at row {}, position {} is outside [0, {})",
+                     label, r, t, classes);
+        reference.push_back(label);
+      }
+      counts_.add(group_words(hypothesis, word_starts_), group_words(reference, word_starts_));
+    }
+  }
+
+ private:
+  int64_t ignore_, end_;
+  std::vector<bool> word_starts_;
+  BleuCounts counts_;
+};
+
 }  // namespace
 
 std::vector<std::string> quality_measure_names() {
-  return {"accuracy", "top<k>", "exact_match", "perplexity", "word_perplexity", "mse", "mae", "cer"};
+  return {"accuracy", "top<k>", "exact_match", "perplexity", "word_perplexity", "mse", "mae", "cer", "bleu"};
 }
 
 std::unique_ptr<QualityMeasure> make_quality_measure(const std::string& name, const QualitySettings& settings) {
@@ -324,6 +381,7 @@ std::unique_ptr<QualityMeasure> make_quality_measure(const std::string& name, co
   if (name == "word_perplexity") return std::make_unique<WordPerplexity>(settings);
   if (name == "mse" || name == "mae") return std::make_unique<RegressionError>(name == "mse");
   if (name == "cer") return std::make_unique<CtcErrorRate>(settings);
+  if (name == "bleu") return std::make_unique<Bleu>(settings);
   D5_THROW(InvalidArgument, "unknown quality measure '{}' (known: {})", name, fmt::join(quality_measure_names(), ", "));
 }
 

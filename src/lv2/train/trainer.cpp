@@ -90,6 +90,10 @@ void Trainer::check_setup(int64_t source_batch, int64_t source_size) {
                  "word_perplexity needs a test set whose classes are word pieces (wordnet-glosses with "
                  "task=next-piece); '{}' has none: use perplexity",
                  test_set_ ? test_set_->name() : "no test set");
+    D5_CHECK_ARG(measures[i] != "bleu" || (test_set_ && test_set_->end_token() >= 0),
+                 "bleu needs a test set of target sequences that end with an end token (number-words); '{}' has "
+                 "none: use exact_match or accuracy",
+                 test_set_ ? test_set_->name() : "no test set");
     D5_CHECK_ARG(std::find(measures.begin(), measures.begin() + static_cast<std::ptrdiff_t>(i), measures[i]) ==
                      measures.begin() + static_cast<std::ptrdiff_t>(i),
                  "quality measure '{}' is named twice", measures[i]);
@@ -202,10 +206,76 @@ TensorMap Trainer::feeds_of(const Batch& batch) const {
   return feeds;
 }
 
+GraphExecutor& Trainer::test_executor() {
+  Network& net = executor_.network();
+  std::vector<std::string> dropouts;
+  for (const Node& n : net.nodes())
+    if (n.op_type == "Dropout") dropouts.push_back(n.name);
+  if (dropouts.empty()) return executor_;
+  if (!test_executor_) {
+    // A copy of the training network without its Dropout nodes (each output read from its input
+    // instead): a test pass measures the network, not one random subnetwork of it, and greedy
+    // decoding needs the scores of a prefix to stay what they were. BatchNormalization built in
+    // training mode keeps normalizing with batch statistics: such a network has no running ones.
+    test_network_ = std::make_unique<Network>(net);
+    for (const std::string& name : dropouts) {
+      const Node dropout = test_network_->node(name);
+      test_network_->remove_node(name);
+      test_network_->replace_uses(dropout.outputs.at(0), dropout.inputs.at(0));
+    }
+    test_executor_ = make_executor(*test_network_, executor_.backend(), options_.test_executor_options);
+  }
+  // The copy shares the parameters' buffers until an executor or optimizer replaces one.
+  for (const std::string& p : net.get_params()) {
+    const Tensor trained = net.fetch_tensor(p);
+    Tensor tested = test_network_->fetch_tensor(p);
+    if (tested.data() != trained.data()) tested.copy_from(trained);
+  }
+  return *test_executor_;
+}
+
+Tensor Trainer::predict(TensorMap feeds) {
+  GraphExecutor& executor = test_executor();
+  auto logits_of = [&](const TensorMap& out) {
+    auto prediction = out.find(options_.logits);
+    D5_CHECK(prediction != out.end(), Internal, "inference produced no '{}'", options_.logits);
+    return prediction->second;
+  };
+  auto decoder = feeds.find(kDataDecoderInput);
+  if (decoder == feeds.end()) return logits_of(executor.inference(feeds));
+  // Greedy decoding: the decoder reads its own best guesses instead of the target. Its attention
+  // is causal, so after pass t the scores of positions up to t no longer change: pass t fills
+  // position t + 1 of the decoder input with the best class at position t, and after the last
+  // pass every position holds what a step-by-step greedy decoder would have scored there.
+  Tensor input = decoder->second.clone();
+  const Shape& s = input.shape();
+  D5_CHECK_ARG(s.rank() == 2 && input.dtype() == DType::i64,
+               "the decoder input '{}' must be i64 ids [batch, positions], got {}", kDataDecoderInput,
+               input.desc().to_string());
+  const int64_t rows = s[0], steps = s[1];
+  auto* ids = input.data_as<int64_t>();
+  for (int64_t t = 0;; ++t) {
+    feeds[kDataDecoderInput] = input.clone();
+    const Tensor scores = logits_of(executor.inference(feeds)).to(Device::cpu());
+    if (t + 1 >= steps) return scores;
+    D5_CHECK_ARG(scores.shape().rank() == 3 && scores.shape()[0] == rows && scores.shape()[1] == steps &&
+                     scores.dtype() == DType::f32,
+                 "a network with a decoder input [{}, {}] must score every position: '{}' is {}", rows, steps,
+                 options_.logits, scores.desc().to_string());
+    const int64_t classes = scores.shape()[2];
+    const float* x = scores.data_as<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* at = x + (r * steps + t) * classes;
+      ids[r * steps + t + 1] = std::max_element(at, at + classes) - at;
+    }
+  }
+}
+
 std::map<std::string, double> Trainer::test_quality() {
   D5_CHECK_ARG(test_set_ != nullptr, "no test set to measure quality on");
   std::vector<std::unique_ptr<QualityMeasure>> measures;
-  const QualitySettings settings{options_.ignore_index, options_.blank, test_set_->word_starts()};
+  const QualitySettings settings{options_.ignore_index, options_.blank, test_set_->word_starts(),
+                                 test_set_->end_token()};
   for (const std::string& name : measures_of(options_)) measures.push_back(make_quality_measure(name, settings));
   const int64_t n = test_set_->size();
   D5_CHECK_ARG(n > 0, "test set '{}' is empty", test_set_->name());
@@ -215,10 +285,8 @@ std::map<std::string, double> Trainer::test_quality() {
     // Pad a last partial batch with its first sample; only the real rows are counted.
     for (int64_t i = 0; i < batch_; ++i) indices[static_cast<size_t>(i)] = i < rows ? first + i : first;
     const Batch b = test_set_->fetch(indices);
-    const TensorMap out = executor_.inference(feeds_of(b));
-    auto prediction = out.find(options_.logits);
-    D5_CHECK(prediction != out.end(), Internal, "inference produced no '{}'", options_.logits);
-    for (auto& m : measures) m->observe(prediction->second, b.at(kDataLabels), rows);
+    const Tensor prediction = predict(feeds_of(b));
+    for (auto& m : measures) m->observe(prediction, b.at(kDataLabels), rows);
   }
   std::map<std::string, double> values;
   for (const auto& m : measures) values[m->name()] = m->value();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "deep500/core/error.h"
@@ -44,7 +45,8 @@ TEST_F(ModelZooTest, RegistryHasEveryModelOnce) {
                                           "resnet18",  "resnet34",     "resnet50", "resnet101",  "resnet152",
                                           "resnet20",  "resnet32",     "resnet44", "resnet56",   "resnet110",
                                           "wrn-28-10", "mobilenet_v2", "lstm",     "transformer", "text-lstm",
-                                          "text-lstm-lm", "text-transformer", "kws-dscnn", "speech-ctc"};
+                                          "text-lstm-lm", "text-transformer", "kws-dscnn", "speech-ctc",
+                                          "seq2seq-transformer"};
   EXPECT_EQ(names, expected);
 }
 
@@ -134,7 +136,13 @@ INSTANTIATE_TEST_SUITE_P(Zoo, ParameterCount,
                                            // 2,000 x 64 embedding + lstm's 99,328 + 128 x 45 + 45
                                            CountCase{"text-lstm", 233'133},
                                            // 2,000 x 128 embedding + transformer's 396,544 + 5,805
-                                           CountCase{"text-transformer", 658'349}),
+                                           CountCase{"text-transformer", 658'349},
+                                           // 2 x 94 x 64 embeddings; per encoder layer 4 x (64 x 64
+                                           // + 64) attention + 64 x 256 + 256 + 256 x 64 + 64 feed-
+                                           // forward + 2 x 128 norms = 49,984; per decoder layer one
+                                           // more attention and norm: 66,752; 2 x 128 final norms;
+                                           // generator 64 x 94 + 94
+                                           CountCase{"seq2seq-transformer", 251'870}),
                          [](const auto& info) {
                            std::string n = info.param.model;
                            std::replace(n.begin(), n.end(), '-', '_');
@@ -181,9 +189,10 @@ TEST_F(ModelZooTest, EveryModelInfersWithAndWithoutLoss) {
       in.insert(in.end(), m.default_input.begin(), m.default_input.end());
       // Text models read token ids, the others features.
       EXPECT_EQ(net.desc(kZooInput), (TensorDesc{m.default_vocabulary > 0 ? DType::i64 : DType::f32, Shape(in)}));
-      // A language model scores every position over its vocabulary, a CTC model every step (half
-      // the frames, rounded up) over its classes.
-      const int64_t positions = m.per_position ? m.default_input.at(0) : 0;
+      // A language model scores every position over its vocabulary (a translation model every
+      // decoder position), a CTC model every step (half the frames, rounded up) over its classes.
+      const bool decoder = m.default_target_length > 0;
+      const int64_t positions = decoder ? m.default_target_length : m.per_position ? m.default_input.at(0) : 0;
       const bool ctc = m.loss == "ctc";
       const int64_t steps = ctc ? (m.default_input.at(1) + 1) / 2 : 0;
       const Shape logits = m.per_position ? Shape{2, positions, m.default_vocabulary}
@@ -193,14 +202,16 @@ TEST_F(ModelZooTest, EveryModelInfersWithAndWithoutLoss) {
       EXPECT_EQ(m.loss, m.per_position ? "sequence-ce" : ctc ? "ctc" : "softmax-ce");
       if (loss) {
         EXPECT_EQ(net.outputs(), (std::vector<std::string>{kZooLogits, kZooLoss}));
-        EXPECT_EQ(net.inputs(), (std::vector<std::string>{kZooInput, kZooLabels}));
+        EXPECT_EQ(net.inputs(), (decoder ? std::vector<std::string>{kZooInput, kZooDecoderInput, kZooLabels}
+                                         : std::vector<std::string>{kZooInput, kZooLabels}));
         const Shape labels = m.per_position ? Shape{2, positions} : ctc ? Shape{2, kZooCtcLabelLength} : Shape{2};
         EXPECT_EQ(net.desc(kZooLabels), (TensorDesc{DType::i64, labels}));
         EXPECT_EQ(net.desc(kZooLoss).shape, Shape{});
         EXPECT_EQ(count_ops(net, ctc ? "CTCLoss" : "SoftmaxCrossEntropyLoss"), 1);
       } else {
         EXPECT_EQ(net.outputs(), (std::vector<std::string>{kZooLogits}));
-        EXPECT_EQ(net.inputs(), (std::vector<std::string>{kZooInput}));
+        EXPECT_EQ(net.inputs(), (decoder ? std::vector<std::string>{kZooInput, kZooDecoderInput}
+                                         : std::vector<std::string>{kZooInput}));
       }
     }
   }
@@ -377,6 +388,41 @@ TEST_F(ModelZooTest, SpeechCtcScoresEveryStepOfTheSpectrogram) {
 
   o.input_shape = {149, 40};
   EXPECT_THROW(build_model("speech-ctc", o), InvalidArgument);
+}
+
+// Seq2seq Transformer: source ids and decoder ids in, every decoder position scored over the
+// vocabulary; the decoder's self-attention is causal, its second attention reads the encoder.
+TEST_F(ModelZooTest, Seq2seqTransformerReadsSourceAndDecoderIds) {
+  ModelOptions o = structure_only(3);
+  o.vocabulary = 50;
+  o.input_shape = {7};
+  o.target_length = 11;
+  Network net = build_model("seq2seq-transformer", o);
+  net.infer();
+  EXPECT_EQ(net.desc(kZooInput), (TensorDesc{DType::i64, Shape{3, 7}}));
+  EXPECT_EQ(net.desc(kZooDecoderInput), (TensorDesc{DType::i64, Shape{3, 11}}));
+  EXPECT_EQ(net.desc(kZooLogits), (TensorDesc{DType::f32, Shape{3, 11, 50}}));
+  EXPECT_EQ(net.desc("decoder.layers.0.self_attn.scores").shape, (Shape{3, 4, 11, 11}));
+  EXPECT_EQ(net.desc("decoder.layers.0.multihead_attn.scores").shape, (Shape{3, 4, 11, 7}));
+  EXPECT_EQ(net.desc("encoder.layers.1.self_attn.scores").shape, (Shape{3, 4, 7, 7}));
+  const Tensor mask = net.fetch_tensor("causal_mask");
+  ASSERT_EQ(mask.shape(), (Shape{11, 11}));
+  EXPECT_EQ(mask.get(0 * 11 + 0), 0.0);
+  EXPECT_EQ(mask.get(5 * 11 + 2), 0.0);
+  EXPECT_TRUE(std::isinf(mask.get(2 * 11 + 5)) && mask.get(2 * 11 + 5) < 0);
+  EXPECT_EQ(count_ops(net, "LayerNormalization"), 2 * 2 + 2 * 3 + 2);
+  EXPECT_EQ(count_ops(net, "Softmax"), 2 + 2 * 2);
+
+  // Its loss is the language model's, over the decoder positions.
+  o.with_loss = true;
+  EXPECT_EQ(build_model("seq2seq-transformer", o).desc(kZooLabels), (TensorDesc{DType::i64, Shape{3, 11}}));
+  // Models without a decoder refuse a target length.
+  try {
+    build_model("text-transformer", o);
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("has no decoder"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(ModelZooTest, ArchitecturesHaveTheirBlocks) {

@@ -28,7 +28,7 @@ ModelOptions small_options(const std::string& model) {
   if (model == "mobilenet_v2") o.input_shape = {3, 32, 32};
   // Every row of a text model's embedding read (feeds_for draws ids below 7), so that its gradient
   // has no rows that are zero on every executor, which would make the comparison powerless.
-  if (model.rfind("text-", 0) == 0) o.vocabulary = 7;
+  if (model.rfind("text-", 0) == 0 || model == "seq2seq-transformer") o.vocabulary = 7;
   return o;
 }
 
@@ -50,7 +50,14 @@ TensorMap feeds_for(const Network& net, uint64_t seed) {
   const int64_t lowest = net.has_node(kZooLoss) && net.node(kZooLoss).op_type == "CTCLoss" ? 1 : 0;
   for (int64_t i = 0; i < y.numel(); ++i)
     y.data_as<int64_t>()[i] = per_sample > 1 && i % per_sample == per_sample - 1 ? -100 : lowest + i % 3;
-  return {{kZooInput, x}, {kZooLabels, y}};
+  TensorMap feeds{{kZooInput, x}, {kZooLabels, y}};
+  // A translation model's decoder ids, from the same range as the source's.
+  if (std::count(net.inputs().begin(), net.inputs().end(), kZooDecoderInput) > 0) {
+    Tensor d(net.desc(kZooDecoderInput));
+    for (int64_t i = 0; i < d.numel(); ++i) d.data_as<int64_t>()[i] = static_cast<int64_t>(rng.below(7));
+    feeds[kZooDecoderInput] = d;
+  }
+  return feeds;
 }
 
 // Plain SGD (rate 0.05) on one fixed batch of 4, in training mode (batch statistics, dropout):
@@ -101,7 +108,10 @@ void expect_fallbacks(GraphExecutor& ex, const std::string& model, const std::st
         {"transformer", 18},
         {"text-lstm", 5},           // lstm's and the embedding's Gather
         {"text-lstm-lm", 7},        // the Gather, three Transposes (one the loss's), LSTM, Squeeze, loss
-        {"text-transformer", 19}}},   // transformer's and the Gather
+        {"text-transformer", 19},   // transformer's and the Gather
+        // Six attentions (two encoder, four decoder) of 8 each as transformer's, two Gathers, the
+        // loss's Transpose and loss
+        {"seq2seq-transformer", 52}}},
       {"cuda", {{"speech-ctc", 1}}}};  // CTCLoss
   size_t want = 0;
   if (const auto per_backend = expected.find(backend); per_backend != expected.end())
@@ -166,13 +176,15 @@ TEST(ZooTrainingMode, MobileNetV2WithDropoutAgreesWithTheReferenceOnEveryExecuto
 
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooTraining,
                          ::testing::Values("lenet5", "mlp", "resnet20", "mobilenet_v2", "kws-dscnn", "speech-ctc",
-                                           "lstm", "transformer", "text-lstm", "text-lstm-lm"));
+                                           "lstm", "transformer", "text-lstm", "text-lstm-lm",
+                                           "seq2seq-transformer"));
 // MobileNetV2's ReLU6 (Clip) often sees exactly 0 (a channel the previous ReLU6 zeroed, through a
 // depthwise convolution and a batch norm whose shift starts at 0): every backend must give Clip
 // the same gradient at its bounds (docs/validation.md, "Gradients at kinks").
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooBackends,
                          ::testing::Values("lenet5", "mlp", "resnet20", "mobilenet_v2", "kws-dscnn", "speech-ctc",
-                                           "lstm", "transformer", "text-lstm", "text-lstm-lm", "text-transformer"));
+                                           "lstm", "transformer", "text-lstm", "text-lstm-lm", "text-transformer",
+                                           "seq2seq-transformer"));
 
 }  // namespace
 }  // namespace d5

@@ -383,8 +383,16 @@ TEST_F(LossHeadTest, TheTrainerRefusesLabelsTheHeadCannotRead) {
   auto tex = make_executor(tokens, "reference");
   const TokenSet data(16, 1);
   test::InOrderSampler ts(data.size(), 8);
-  o.quality = {"accuracy", "bleu"};
+  o.quality = {"accuracy", "wer"};
   EXPECT_THROW(Trainer(*tex, data, &data, sgd, ts, o), InvalidArgument);
+  // BLEU needs sequences that end with an end token, which a token classifier's set has not.
+  o.quality = {"accuracy", "bleu"};
+  try {
+    Trainer(*tex, data, &data, sgd, ts, o);
+    FAIL() << "accepted bleu without an end token";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("bleu needs a test set of target sequences"), std::string::npos) << e.what();
+  }
   o.quality = {"accuracy", "accuracy"};
   EXPECT_THROW(Trainer(*tex, data, &data, sgd, ts, o), InvalidArgument);
   o.quality = {"perplexity"};

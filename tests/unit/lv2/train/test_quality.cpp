@@ -154,14 +154,14 @@ TEST(QualityMeasures, RefuseWhatTheyCannotRead) {
                InvalidArgument);
   EXPECT_THROW(measure("accuracy", kScores, kLabels, 5), InvalidArgument);  // more rows than the batch
   EXPECT_THROW(measure("perplexity", Tensor::from_values<float>(Shape{3}, {1, 2, 3}), kLabels), InvalidArgument);
-  for (const char* bad : {"top0", "top", "topx", "top-1", "Accuracy", "bleu", ""})
+  for (const char* bad : {"top0", "top", "topx", "top-1", "Accuracy", "BLEU", ""})
     EXPECT_THROW(make_quality_measure(bad), InvalidArgument) << bad;
   try {
     make_quality_measure("wer");
     FAIL();
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find(
-                  "known: accuracy, top<k>, exact_match, perplexity, word_perplexity, mse, mae, cer"),
+                  "known: accuracy, top<k>, exact_match, perplexity, word_perplexity, mse, mae, cer, bleu"),
               std::string::npos)
         << e.what();
   }
