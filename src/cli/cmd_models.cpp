@@ -40,7 +40,7 @@ int run_list(const OutputOptions& out) {
     const Network net = build_model(m.name, o);
     const int64_t params = net.parameter_count();
     const double gflops = forward_flops(net) / 1e9;
-    // A translation model reads source ids and decoder ids: "8+16 ids".
+    // A translation model reads source ids and decoder ids: "9+12 ids".
     const std::string input = fmt::format(
         "{}{}{}", fmt::join(m.default_input, "x"),
         m.default_target_length > 0 ? fmt::format("+{}", m.default_target_length) : "",

@@ -235,6 +235,7 @@ INSTANTIATE_TEST_SUITE_P(Zoo, EveryModelExport, ::testing::ValuesIn(zoo_names())
 });
 
 TEST(CliModelsExportErrors, UnknownModelAndBadShapeAreUsageErrors) {
+  register_builtin_operators();  // the import below infers the file's graph
   TempDir dir("d5-zoo-export-bad");
   const std::string file = (dir.path / "x.onnx").string();
   auto r = run_d5({"models", "export", "resnet19", "-o", file});
@@ -243,6 +244,17 @@ TEST(CliModelsExportErrors, UnknownModelAndBadShapeAreUsageErrors) {
   r = run_d5({"models", "export", "resnet18", "--input-shape", "3,224", "-o", file});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("C,H,W"), std::string::npos) << r.err;
+  // A decoder length means nothing to a model without a decoder; the translation model takes one.
+  r = run_d5({"models", "export", "lenet5", "--target-length", "7", "-o", file});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("has no decoder"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(file));
+  const std::string s2s = (dir.path / "s2s.onnx").string();
+  r = run_d5({"models", "export", "seq2seq-transformer", "--target-length", "7", "-o", s2s});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  Network imported = import_onnx_file(s2s);
+  imported.infer();
+  EXPECT_EQ(imported.desc(kZooDecoderInput), (TensorDesc{DType::i64, Shape{1, 7}}));
   r = run_d5({"models", "export", "lenet5"});  // no -o
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_FALSE(fs::exists(file));
