@@ -8,7 +8,7 @@ CCACHE := $(shell command -v ccache 2>/dev/null)
 GENERATOR := $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
 LAUNCHER := $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
 
-.PHONY: deps configure build test test-reduced test-asan test-tsan test-hardening run clean fuzz
+.PHONY: deps configure build test test-twins test-reduced test-asan test-tsan test-hardening run clean fuzz
 
 deps:
 	bash scripts/install-deps.sh
@@ -58,6 +58,11 @@ test-tsan: deps
 	$(MAKE) configure BUILD_DIR=build-tsan BUILD_TYPE=RelWithDebInfo CMAKE_ARGS="-DD5_SANITIZE=thread $(SANITIZE_ARGS) -DD5_WITH_MPI=ON"
 	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
 	bash scripts/run-sanitized-tests.sh build-tsan thread $(TSAN_TESTS)
+
+# The twin tests with their PyTorch side rerun (tests/integration/twin_mode.h): `make test` compares
+# d5 with the twins' recorded figures; this renews them (about 15 minutes on 2 cores).
+test-twins: build
+	cd $(BUILD_DIR) && D5_TWINS=full ctest --output-on-failure -j $(JOBS) -L twin $(CTEST_ARGS)
 
 # The shipped recipes (label recipes) run in the full build; here most of them would skip for
 # want of LibTorch and MPI, and the rest repeat the full build's runs. So would the PyTorch twins

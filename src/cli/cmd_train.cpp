@@ -367,7 +367,8 @@ Command register_train(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--test-split", o->test_split, "Split to test on")->default_val("test");
   cmd->add_option("--train-range", o->train_range, "Samples B:E of the training split (dataset option range)");
   cmd->add_option("--test-range", o->test_range, "Samples B:E of the test split");
-  cmd->add_option("--set", o->sets, "Dataset option KEY=VALUE, for both splits (repeatable)");
+  cmd->add_option("--set", o->sets, "Dataset option KEY=VALUE, for both splits (repeatable; or comma-separated)")
+      ->delimiter(',');
   cmd->add_flag("--no-test", o->no_test, "No test set: no test passes, no target");
   cmd->add_option("--optimizer", o->optimizer, "Optimizer (sgd, momentum, adam, torch-adam, ...)")
       ->default_val("sgd");

@@ -25,7 +25,8 @@ const OpTraits kTable[] = {
     {"GatherElements", 11, W},                     {"TopK", 1, W},         {"Trilu", 14, W},
     {"Range", 11, W},      {"ScatterElements", 11, A},                     {"DFT", 17, A},
     {"STFT", 17, A},       {"MelWeightMatrix", 17, T},                     {"Resize", 10, A},
-    {"RoiAlign", 10, A},
+    {"RoiAlign", 10, A},     {"SsdLoss", 0, A},
+    {"NonMaxSuppression", 10, W, {0}},  // selected_indices: padded (op_traits.h)
     {"Gelu", 20, T},       {"Gemm", 1, A},         {"GlobalAveragePool", 1, A},
     {"GlobalMaxPool", 1, W},                       {"Greater", 1, W},      {"GreaterOrEqual", 12, W},
     {"HardSigmoid", 1, W}, {"HardSwish", 14, W},   {"Identity", 1, W},     {"InstanceNormalization", 1, A},

@@ -514,6 +514,34 @@ LatencyThroughput measure_latency(GraphExecutor& ex, const TensorMap& feeds, int
   return r;
 }
 
+namespace {
+
+// The object boxes an SsdLoss reads: random uniform numbers are mostly boxes without area, which it
+// refuses. Each box is a random anchor's, its centre moved by up to a quarter of the anchor and its
+// sides scaled by 0.7-1.4, so that the loss has positives to match.
+bool fill_detection_boxes(const Network& net, const std::string& name, Tensor& t, RngStream& rng) {
+  for (const Node* c : net.consumers(name)) {
+    if (c->op_type != "SsdLoss" || c->inputs.size() < 3 || c->inputs[2] != name) continue;
+    const Tensor* known = net.known_value(c->inputs[1]);
+    const Tensor a = known ? *known : net.fetch_tensor(c->inputs[1]);
+    const int64_t count = a.shape()[0];
+    if (count < 1 || t.numel() % 4 != 0) return false;
+    for (int64_t b = 0; b < t.numel() / 4; ++b) {
+      const auto k = static_cast<int64_t>(rng.below(static_cast<uint64_t>(count)));
+      const double w = a.get(k * 4 + 2) - a.get(k * 4), h = a.get(k * 4 + 3) - a.get(k * 4 + 1);
+      const double cx = a.get(k * 4) + w / 2 + rng.uniform(-0.25, 0.25) * w;
+      const double cy = a.get(k * 4 + 1) + h / 2 + rng.uniform(-0.25, 0.25) * h;
+      const double bw = w * rng.uniform(0.7, 1.4), bh = h * rng.uniform(0.7, 1.4);
+      const double box[4] = {cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2};
+      for (int64_t j = 0; j < 4; ++j) t.set(b * 4 + j, box[j]);
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 TensorMap synthetic_feeds(const Network& net, uint64_t seed) {
   TensorMap feeds;
   for (const auto& name : net.inputs()) {
@@ -521,7 +549,8 @@ TensorMap synthetic_feeds(const Network& net, uint64_t seed) {
     Tensor t(d);
     RngStream rng(seed, "feed/" + name);
     if (is_floating(d.dtype)) {
-      for (int64_t i = 0; i < t.numel(); ++i) t.set(i, rng.uniform(-1, 1));
+      if (!fill_detection_boxes(net, name, t, rng))
+        for (int64_t i = 0; i < t.numel(); ++i) t.set(i, rng.uniform(-1, 1));
     } else {
       int64_t bound = 0;  // exclusive upper bound of valid values; 0 = only zeros are known valid
       int64_t skip = -1;  // a value in [0, bound) that is not valid (CTC's blank)
@@ -537,6 +566,10 @@ TensorMap synthetic_feeds(const Network& net, uint64_t seed) {
             bound = log_probs[2];
             skip = c->attrs.get_int("blank", 0);
           }
+        } else if (c->op_type == "SsdLoss" && c->inputs.size() > 3 && c->inputs[3] == name) {
+          // Object classes: the prediction [N, A, 4 + K] scores the background and K - 1 of them.
+          const auto& prediction = net.desc(c->inputs[0]).shape;
+          if (prediction.rank() == 3 && prediction[2] > 5) bound = prediction[2] - 5;
         } else if (labels) {
           const auto& scores = net.desc(c->inputs[0]).shape;
           if (scores.rank() >= 2) bound = scores[1];

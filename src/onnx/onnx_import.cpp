@@ -161,8 +161,19 @@ void remove_identities(Network& net) {
   }
 }
 
+// Whether the producer pads `name` to a static bound (OpTraits::padded_outputs): a declared first
+// dimension is then a real length, which may be anything up to the bound.
+bool is_padded_output(const Node* producer, const std::string& name) {
+  const auto traits = producer ? op_traits(producer->op_type) : nullptr;
+  if (!traits) return false;
+  for (int j : traits->padded_outputs)
+    if (static_cast<size_t>(j) < producer->outputs.size() && producer->outputs[static_cast<size_t>(j)] == name)
+      return true;
+  return false;
+}
+
 // Declared graph outputs must agree with what inference derived; symbolic dimensions are not
-// compared.
+// compared, nor the first dimension of a padded output beyond being within its bound.
 void check_declared_outputs(const Network& net, const onnx::GraphProto& g, bool compare_shapes) {
   for (const auto& out : g.output()) {
     const std::string& name = out.name();
@@ -178,9 +189,13 @@ void check_declared_outputs(const Network& net, const onnx::GraphProto& g, bool 
              "graph output '{}' is declared {}, but {} {}", name, onnx_type_name(tt.elem_type()), by,
              onnx_type_name(onnx_type_of(d.dtype)));
     if (!compare_shapes || !tt.has_shape()) continue;
+    const bool padded = is_padded_output(p, name);
     bool same = tt.shape().dim_size() == static_cast<int>(d.shape.rank());
-    for (int k = 0; same && k < tt.shape().dim_size(); ++k)
-      same = !tt.shape().dim(k).has_dim_value() || tt.shape().dim(k).dim_value() == d.shape[static_cast<size_t>(k)];
+    for (int k = 0; same && k < tt.shape().dim_size(); ++k) {
+      const auto& dim = tt.shape().dim(k);
+      const int64_t inferred = d.shape[static_cast<size_t>(k)];
+      same = !dim.has_dim_value() || dim.dim_value() == inferred || (padded && k == 0 && dim.dim_value() <= inferred);
+    }
     if (same) continue;
     std::string declared = "[";
     for (int k = 0; k < tt.shape().dim_size(); ++k) {

@@ -13,7 +13,7 @@ TEST(CliModels, ListJsonHasEveryModelWithCountsAndFlops) {
   const auto r = run_d5({"models", "list", "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["models"].size(), 25u);
+  ASSERT_EQ(j["models"].size(), 26u);
   std::map<std::string, nlohmann::json> by_name;
   for (const auto& m : j["models"]) by_name[m["name"]] = m;
   EXPECT_EQ(by_name.at("resnet18")["parameters"], 11'689'512);
@@ -36,6 +36,8 @@ TEST(CliModels, ListJsonHasEveryModelWithCountsAndFlops) {
   EXPECT_EQ(by_name.at("speech-ctc")["default_classes"], 11);    // the blank and ten digits
   EXPECT_EQ(by_name.at("speech-ctc")["per_position"], false);    // label sequences, not one per step
   EXPECT_EQ(by_name.at("seq2seq-transformer")["parameters"], 251'870);  // derived in the unit tests
+  EXPECT_EQ(by_name.at("detector-ssd")["parameters"], 166'632);
+  EXPECT_EQ(by_name.at("detector-ssd")["loss"], "ssd");
   EXPECT_EQ(by_name.at("seq2seq-transformer")["default_target_length"], 12);
   EXPECT_EQ(by_name.at("seq2seq-transformer")["per_position"], true);
   EXPECT_EQ(by_name.at("lenet5")["default_target_length"], 0);

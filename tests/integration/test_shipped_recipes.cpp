@@ -65,13 +65,21 @@ const std::vector<SmallRun>& small_runs() {
         "speech-ctc.data-dir=" D5_BINARY_DIR "/test-data/spoken-digits"},
        false,
        {"torch"}},
+      // Scenes drawn once per build tree from ../shared's MNIST test file (digits=test-halves).
+      {"detection",
+       {"time-limit=5", "data-dir=" D5_BINARY_DIR "/test-data/mnist-scenes",
+        "set=digits=test-halves,mnist-dir=" + kMnist},
+       false,
+       {"torch"}},
       {"quickstart",
        {"deepbench.limit=1", "deepbench.min-time=0.01", "deepbench.max-time=0.05", "zoo-inference.min-runs=2",
         "zoo-inference.max-time=0.2", "zoo-train-step.min-runs=2", "zoo-train-step.max-time=0.2",
         "mnist-lenet5.epochs=1", "dsgd-scaling.steps=4", "rl-cartpole.max-env-steps=2000", "data-dir=" + kMnist,
         // After the MNIST directory, which it overrides (the last --set wins): the clips' cache.
         "speech-kws.data-dir=" D5_BINARY_DIR "/test-data/spoken-words", "speech-kws.epochs=2",
-        "text-translate.data-dir=" D5_BINARY_DIR "/test-data/number-words", "text-translate.epochs=1"},
+        "text-translate.data-dir=" D5_BINARY_DIR "/test-data/number-words", "text-translate.epochs=1",
+        "detect.data-dir=" D5_BINARY_DIR "/test-data/mnist-scenes", "detect.epochs=1",
+        "detect.set=digits=test-halves,mnist-dir=" + kMnist},
        false,
        {"torch", "mpi"}},
   };

@@ -175,6 +175,8 @@ def run_node(node, args):
         return [reshape(x, args[1].tolist())]
     if op == "Transpose":
         return [x.permute(a.get("perm", list(reversed(range(x.dim())))))]
+    if op == "Concat":
+        return [torch.cat(args, dim=a["axis"])]
     if op == "Squeeze":
         axes = args[1].tolist() if len(args) > 1 and args[1] is not None else None
         if axes is None:

@@ -13,7 +13,11 @@
 // operator: ONNX has none, so such a network exports without its loss only). A sequence-to-sequence
 // model (seq2seq-transformer) reads a second input "decoder_input" ([batch, target_length], i64:
 // the target shifted right behind a start token) and writes logits [batch, target_length,
-// vocabulary]; its loss is the language model's.
+// vocabulary]; its loss is the language model's. A single-shot detector (detector-ssd) writes a
+// prediction [batch, anchors, 4 + classes + 1] (box offsets from each anchor, then class scores
+// with the background first) and holds its anchors as the constant "anchors" [anchors, 4]; its
+// loss (SsdLoss) reads labels [batch, kZooDetectionObjects] and "boxes" [batch,
+// kZooDetectionObjects, 4].
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -27,6 +31,8 @@ namespace d5 {
 // The padded length of the label sequences a CTC model's loss reads (with_loss): spoken-digits'
 // default, up to 7 digits in a 3-second clip (docs/speech-datasets.md).
 inline constexpr int64_t kZooCtcLabelLength = 7;
+// The objects per image a detector's loss reads (with_loss): mnist-scenes' default maximum.
+inline constexpr int64_t kZooDetectionObjects = 5;
 
 struct ModelOptions {
   int64_t batch = 1;
@@ -61,7 +67,8 @@ struct ZooModel {
   bool per_position = false;
   // The loss with_loss appends, named as Level 2's loss heads (include/deep500/train/loss_head.h),
   // so `d5 train --loss` can take the same: softmax-ce (logits [batch, classes], labels [batch]),
-  // sequence-ce (per_position) or ctc (per-step scores [batch, steps, classes], class 0 the blank).
+  // sequence-ce (per_position), ctc (per-step scores [batch, steps, classes], class 0 the blank) or
+  // ssd (a detector's prediction with its anchors).
   std::string loss = "softmax-ce";
   // > 0: a sequence-to-sequence model whose decoder reads "decoder_input" of this many ids by
   // default (ModelOptions::target_length); its logits score every target position (per_position).

@@ -5,6 +5,7 @@
 // takes every type whose ONNX opset it reads as it is (a few need a visitor, registered with the
 // importer); test_forward's default tolerances follow the numeric class. What depends on a spec
 // (outputs, differentiable inputs, flops, bytes) is op_semantics' (op_semantics.h).
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,7 +26,17 @@ struct OpTraits {
   // (deep500's own losses). Types newer than the importer's last opset are not imported.
   int onnx_since = 0;
   NumericClass numerics = NumericClass::elementwise;
+  // Outputs whose length depends on the input values (NonMaxSuppression's selected_indices), by
+  // index. d5 infers shapes before execution, so such an output gets a static bound instead: its
+  // first dimension is the most rows any input can produce, the real rows come first, and every
+  // element of the rows past them is kPaddingValue. Readers keep the rows before the first
+  // padding row (the ONNX conformance runner compares those and checks the rest is padding).
+  std::vector<int> padded_outputs = {};
 };
+
+// Every element of a padded output's rows past its real ones. The real rows hold indices, which
+// are never negative, so the first row of -1 ends them.
+inline constexpr int64_t kPaddingValue = -1;
 
 // Adds or replaces a type's traits (a user's operator type, say).
 void register_op_traits(OpTraits traits);

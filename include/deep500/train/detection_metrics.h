@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "deep500/core/tensor.h"
+
 namespace d5 {
 
 using Box = std::array<double, 4>;  // x1, y1, x2, y2
@@ -52,6 +54,23 @@ struct MapResult {
 // mean is NaN (nothing to measure).
 MapResult coco_map(const std::vector<Detection>& detections, const std::vector<GroundTruth>& truths,
                    int64_t max_detections = 100);
+
+// A single-shot detector's post-processing (torchvision's SSD defaults): each anchor's class
+// scores through a softmax and its offsets decoded from the anchor (box_coding.h); per object
+// class, the anchors scoring above score_threshold, at most candidates_per_class of them (best
+// first), reduced by non_max_suppression at nms_iou; then the max_detections best of the image.
+struct SsdDecoding {
+  double score_threshold = 0.01;
+  double nms_iou = 0.45;
+  int64_t candidates_per_class = 400;
+  int64_t max_detections = 100;
+};
+
+// The detections in the first `rows` images of prediction [N, A, 4 + K] (f32: offsets, then class
+// scores with the background first) with anchors [A, 4] f32; image i is numbered first_image + i,
+// object class c - 1 is score column c (the datasets' labels). InvalidArgument for other layouts.
+std::vector<Detection> decode_ssd(const Tensor& prediction, const Tensor& anchors, int64_t rows, int64_t first_image,
+                                  const SsdDecoding& options = {});
 
 // One class's AP at one IoU threshold (the building block above), for tests and other tools.
 double average_precision(const std::vector<Detection>& detections, const std::vector<GroundTruth>& truths,

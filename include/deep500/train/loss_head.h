@@ -16,6 +16,12 @@
 //                input T steps long, each target as long as its labels before the padding, mean
 //                per target label, zero_infinity (a target too long for T steps costs nothing
 //                instead of an infinite loss).
+// - ssd:         a single-shot detector's prediction [N, A, 4 + K] f32 (per anchor four box offsets,
+//                then K class scores, the background first) and the network's constant "anchors"
+//                [A, 4]; reads labels [N, M] i64 (object classes, ignore_index on padding rows) and
+//                a second new graph input "boxes" [N, M, 4] f32; SsdLoss (matching, smooth-L1 on
+//                the offsets, cross-entropy on positives and 3x as many hard negatives, over the
+//                positives; docs/detection.md).
 //
 // Each head names the quality measures that suit it (quality.h), the default of a run.
 #include <cstdint>
@@ -39,10 +45,10 @@ struct LossHeadOptions {
   std::string loss = "loss";
   int64_t ignore_index = kDefaultIgnoreIndex;  // sequence-ce, ctc: the label of a padding position
   int64_t blank = 0;                           // ctc: the blank class
-  std::vector<int64_t> label_shape{};          // ctc: {S}, the label sequences' padded length
+  std::vector<int64_t> label_shape{};          // ctc: {S}, the label sequences' padded length; ssd: {M}
 };
 
-// softmax-ce, sequence-ce, mse, ctc.
+// softmax-ce, sequence-ce, mse, ctc, ssd.
 std::vector<std::string> loss_head_names();
 
 // The network must have exactly one graph output of the layout the head reads, and no tensor or

@@ -50,6 +50,7 @@ std::string no_backward_note(const std::string& op_type) {
       {"Constant", "no inputs: nothing to differentiate"},
       {"Range", "start, limit and delta decide the length, so they are constants of the graph: no gradient"},
       {"MelWeightMatrix", "a table built from integer sizes and constant frequencies: no gradient"},
+      {"NonMaxSuppression", "integer indices of the selected boxes: no gradient"},
   };
   if (auto it = reasons.find(op_type); it != reasons.end()) return it->second;
   return "boolean output: no gradient";  // comparisons and logical ops

@@ -115,9 +115,11 @@ void register_topk_ops(OpRegistry& r);
 void register_trilu_ops(OpRegistry& r);
 void register_resize_ops(OpRegistry& r);
 void register_roi_align_ops(OpRegistry& r);
+void register_non_max_suppression_ops(OpRegistry& r);
 void register_range_ops(OpRegistry& r);
 void register_dft_ops(OpRegistry& r);  // DFT STFT
 void register_mel_weight_matrix_ops(OpRegistry& r);
 void register_ctc_loss_ops(OpRegistry& r);
+void register_ssd_loss_ops(OpRegistry& r);
 
 }  // namespace d5::reference

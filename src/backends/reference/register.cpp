@@ -39,10 +39,12 @@ void register_operators(OpRegistry& r) {
   register_trilu_ops(r);
   register_resize_ops(r);
   register_roi_align_ops(r);
+  register_non_max_suppression_ops(r);
   register_range_ops(r);
   register_dft_ops(r);
   register_mel_weight_matrix_ops(r);
   register_ctc_loss_ops(r);
+  register_ssd_loss_ops(r);
 }
 
 void register_all() {

@@ -21,8 +21,10 @@ constexpr int64_t kTranslationSource = 9, kTranslationTarget = 12, kTranslationV
 Registry<ZooModel>* make_models() {
   auto* m = new Registry<ZooModel>("model");
   auto add = [&](std::string name, std::string description, Dims input, int64_t classes,
-                 std::function<Network(const ModelOptions&)> build) {
-    m->add(name, description, {name, description, std::move(input), classes, std::move(build)});
+                 std::function<Network(const ModelOptions&)> build, std::string loss = "softmax-ce") {
+    ZooModel model{name, description, std::move(input), classes, std::move(build)};
+    model.loss = std::move(loss);
+    m->add(name, description, std::move(model));
   };
   add("lenet5", "LeNet-5: two 5x5 convolutions, three linear layers (MNIST)", kMnist, 10, zoo::build_lenet5);
   add("mlp", "MLP: 512-256 hidden units with ReLU", kMnist, 10, zoo::build_mlp);
@@ -54,18 +56,18 @@ Registry<ZooModel>* make_models() {
   add("kws-dscnn",
       "KWS DS-CNN (MLPerf Tiny): 10x4 convolution, 4 depthwise-separable blocks, 64 channels (speech features)",
       {1, 49, 10}, 12, zoo::build_kws_dscnn);
-  {
-    // Log-mel spectrograms of 3-second clips (149 frames of 40 bins); class 0 is CTC's blank, 1..10
-    // the digits zero..nine. Float features in, per-step scores out: no vocabulary, and its labels
-    // are sequences rather than one per position, so it is no per_position model.
-    ZooModel ctc{"speech-ctc",
-                 "Speech CTC: two convolutions (time stride 2), a bidirectional 128-unit LSTM, per-step scores "
-                 "for CTC (log-mel features)",
-                 {1, 149, 40}, 11, zoo::build_speech_ctc};
-    ctc.loss = "ctc";
-    std::string name = ctc.name, description = ctc.description;
-    m->add(std::move(name), std::move(description), std::move(ctc));
-  }
+  // Log-mel spectrograms of 3-second clips (149 frames of 40 bins); class 0 is CTC's blank, 1..10
+  // the digits zero..nine. Float features in, per-step scores out: no vocabulary, and its labels
+  // are sequences rather than one per position, so it is no per_position model.
+  add("speech-ctc",
+      "Speech CTC: two convolutions (time stride 2), a bidirectional 128-unit LSTM, per-step scores for CTC "
+      "(log-mel features)",
+      {1, 149, 40}, 11, zoo::build_speech_ctc, "ctc");
+  // mnist-scenes' grey 64 x 64 canvases; ten digit classes (the background is the model's own).
+  add("detector-ssd",
+      "SSD detector: 5-convolution backbone, anchors on 16x16 and 8x8 maps, box offsets and class scores per "
+      "anchor (detection)",
+      {1, 64, 64}, 10, zoo::build_detector_ssd, "ssd");
   add("lstm", "LSTM classifier: one 128-unit LSTM layer, Gemm on the last step", {28, 28}, 10,
       zoo::build_lstm_classifier);
   add("transformer", "Transformer encoder: 2 layers, d_model 128, 4 heads, GELU feed-forward 512", {32, 64},

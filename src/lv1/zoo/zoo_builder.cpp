@@ -376,6 +376,27 @@ Network Builder::finish_ctc(const Value& scores) {
   return std::move(net_);
 }
 
+Network Builder::finish_ssd(const Value& prediction, const Tensor& anchors) {
+  const Shape& s = prediction.shape;
+  D5_CHECK(s.rank() == 3 && s[0] == options_.batch && s[2] == 4 + options_.classes + 1 &&
+               anchors.shape() == Shape({s[1], 4}),
+           Internal, "model '{}' produced a prediction of shape {} with anchors {} for {} classes", model_,
+           s.to_string(), anchors.shape().to_string(), options_.classes);
+  const std::string out = name_output(prediction);
+  // An initializer rather than a Constant node: the ssd loss head and the map measures read it by
+  // name, and it feeds no differentiable input, so an importer keeps it a constant.
+  net_.feed_tensor(kZooAnchors, anchors, false);
+  if (options_.with_loss) {
+    const int64_t m = kZooDetectionObjects;
+    net_.add_input(kZooLabels, TensorDesc{DType::i64, Shape{options_.batch, m}});
+    net_.add_input(kZooBoxes, TensorDesc{DType::f32, Shape{options_.batch, m, 4}});
+    net_.add_node({kZooLoss, "SsdLoss", "", Attributes{{"ignore_index", int64_t{-100}}},
+                   {out, kZooAnchors, kZooBoxes, kZooLabels}, {kZooLoss}});
+    net_.add_output(kZooLoss);
+  }
+  return std::move(net_);
+}
+
 // The operators of Level 2's ctc loss head (src/lv2/train/loss_head.cpp; its constants are
 // Constant nodes here, as the zoo's others), so a zoo model trains the same with with_loss as
 // with `d5 train --loss ctc`: CTCLoss wants [steps, batch, classes] log-probabilities, every input

@@ -103,6 +103,11 @@ class Builder {
   // blank): the loss is LogSoftmax and CTCLoss, as Level 2's ctc loss head appends them, reading
   // label sequences [batch, kZooCtcLabelLength] padded with -100.
   Network finish_ctc(const Value& scores);
+  // The same for a single-shot detector's prediction [batch, anchors, 4 + classes + 1] (box
+  // offsets, then class scores with the background first): its anchors [anchors, 4] become the
+  // constant "anchors", and the loss is Level 2's ssd head's SsdLoss, reading labels [batch,
+  // kZooDetectionObjects] (-100 on padding rows) and "boxes" [batch, kZooDetectionObjects, 4].
+  Network finish_ssd(const Value& prediction, const Tensor& anchors);
 
  private:
   std::string name_output(const Value& logits);  // renames logits to "logits", marks it an output
@@ -144,5 +149,6 @@ Network build_text_lstm_lm(const ModelOptions& o);
 Network build_kws_dscnn(const ModelOptions& o);
 Network build_speech_ctc(const ModelOptions& o);
 Network build_seq2seq_transformer(const ModelOptions& o);
+Network build_detector_ssd(const ModelOptions& o);
 
 }  // namespace d5::zoo

@@ -1,7 +1,9 @@
 // "mnist-scenes": object detection on real handwriting. A scene is a square grey canvas holding
 // 1-5 MNIST digits, each resampled to a drawn size and pasted at a drawn place, with the tight box
 // of its ink and its class (docs/detection-datasets.md). The train split pastes only MNIST's
-// training digits, the test split only its test digits.
+// training digits, the test split only its test digits; with digits=test-halves both come from
+// MNIST's test files, the train split from their first half and the test split from the second,
+// for machines that have only those files.
 //
 // Scene i of a split draws from the Philox stream "mnist-scenes/<split>/<i>" of spec.seed alone,
 // so scenes are generated in parallel and scene i is the same whatever `samples` is. The split is
@@ -49,16 +51,31 @@ constexpr int kInkAbove = 25;
 // Positions tried for one digit before it is left out of the scene.
 constexpr int kPlacementTries = 20;
 
+// Which MNIST digits the scenes paste (the option `digits`).
+enum class DigitSource { mnist, test_halves };
+
 struct SceneOptions {
   int64_t samples = 0, size = 0, min_objects = 0, max_objects = 0, min_scale = 0, max_scale = 0;
   double max_overlap = 0, noise = 0;
+  DigitSource digits = DigitSource::mnist;
 
   nlohmann::json to_json() const {
-    return {{"samples", samples},         {"size", size},           {"min_objects", min_objects},
-            {"max_objects", max_objects}, {"min_scale", min_scale}, {"max_scale", max_scale},
-            {"max_overlap", max_overlap}, {"noise", noise}};
+    nlohmann::json j = {{"samples", samples},         {"size", size},           {"min_objects", min_objects},
+                        {"max_objects", max_objects}, {"min_scale", min_scale}, {"max_scale", max_scale},
+                        {"max_overlap", max_overlap}, {"noise", noise}};
+    // Recorded only when not the default, so that the cache keys of the default scenes are those
+    // from before the option existed and their cached entries stay valid.
+    if (digits == DigitSource::test_halves) j["digits"] = "test-halves";
+    return j;
   }
 };
+
+DigitSource read_digit_source(const data::DatasetOptions& opts) {
+  const std::string digits = opts.get_string("digits", "mnist");
+  if (digits == "mnist") return DigitSource::mnist;
+  if (digits == "test-halves") return DigitSource::test_halves;
+  D5_THROW(InvalidArgument, "{}: digits must be 'mnist' or 'test-halves', got '{}'", kSet, digits);
+}
 
 SceneOptions read_options(const data::DatasetOptions& opts, const std::string& split) {
   SceneOptions o;
@@ -80,6 +97,7 @@ SceneOptions read_options(const data::DatasetOptions& opts, const std::string& s
   o.noise = opts.get_double("noise", 0.0);
   D5_CHECK_ARG(std::isfinite(o.noise) && o.noise >= 0, "{}: noise is a standard deviation, >= 0, got {}", kSet,
                o.noise);
+  o.digits = read_digit_source(opts);
   return o;
 }
 
@@ -90,16 +108,14 @@ struct SourceFile {
   std::string sha256;
 };
 
-// MNIST's file `stem` in `dir`, gzip'd or raw (the gzip'd one wins, as for the mnist set).
-SourceFile source_file(const std::string& dir, const std::string& stem, const std::string& split) {
+// MNIST's file `stem` in `dir`, gzip'd or raw (the gzip'd one wins, as for the mnist set). `advice`
+// tells the user, when it is missing, why it is needed and how to get it.
+SourceFile source_file(const std::string& dir, const std::string& stem, const std::string& advice) {
   for (const std::string& name : {stem + ".gz", stem}) {
     const fs::path path = fs::path(dir) / name;
     if (fs::exists(path)) return {path.string(), file_hex_digest(path.string(), DigestKind::sha256)};
   }
-  D5_THROW(IoError,
-           "{}: no {}[.gz] in '{}': the {} scenes paste MNIST's {} digits; run 'd5 data download mnist --split {}', "
-           "or point the option mnist-dir (--set mnist-dir=DIR) at the directory holding MNIST's IDX files",
-           kSet, stem, dir, split, split, split);
+  D5_THROW(IoError, "{}: no {}[.gz] in '{}': {}", kSet, stem, dir, advice);
 }
 
 struct Sources {
@@ -110,11 +126,46 @@ struct Sources {
   }
 };
 
+// The two MNIST files a split's scenes paste from.
+Sources find_sources(const std::string& dir, const std::string& split, DigitSource digits) {
+  const bool halves = digits == DigitSource::test_halves;
+  const std::string mnist_split = halves ? "test" : split;
+  std::string advice =
+      halves ? fmt::format("with digits=test-halves the {} scenes paste the {} half of MNIST's test digits", split,
+                           split == "train" ? "first" : "second")
+             : fmt::format("the {} scenes paste MNIST's {} digits", split, split);
+  advice += fmt::format(
+      "; run 'd5 data download mnist --split {}', or point the option mnist-dir (--set mnist-dir=DIR) at the "
+      "directory holding MNIST's IDX files",
+      mnist_split);
+  // The way out on a machine that has only MNIST's test files, as CI runners do.
+  if (!halves && split == "train")
+    advice += "; with MNIST's test files alone, --set digits=test-halves makes both splits from halves of them";
+  const std::string prefix = mnist_split == "train" ? "train" : "t10k";
+  return {source_file(dir, prefix + "-images-idx3-ubyte", advice),
+          source_file(dir, prefix + "-labels-idx1-ubyte", advice)};
+}
+
 struct Digits {
   int64_t count = 0;
   std::vector<uint8_t> pixels;  // [count, 28, 28]
   std::vector<uint8_t> labels;
 };
+
+// The split's half of `all` (MNIST's test digits): with digits=test-halves the train scenes draw from
+// the first half and the test scenes from the second, so that no digit is in both splits.
+Digits half_of(Digits all, const std::string& split, const std::string& file) {
+  D5_CHECK(all.count >= 2, FormatError, "{}: digits=test-halves needs 2 digits or more to halve, '{}' holds {}", kSet,
+           file, all.count);
+  const int64_t half = all.count / 2;
+  const int64_t begin = split == "train" ? 0 : half, end = split == "train" ? half : all.count;
+  constexpr int64_t pixels = kDigitSide * kDigitSide;
+  Digits d;
+  d.count = end - begin;
+  d.pixels.assign(all.pixels.begin() + begin * pixels, all.pixels.begin() + end * pixels);
+  d.labels.assign(all.labels.begin() + begin, all.labels.begin() + end);
+  return d;
+}
 
 Digits read_digits(const Sources& s) {
   IdxArray images = read_idx_file(s.images.path, kIdxImagesMagic);
@@ -412,16 +463,14 @@ class MnistScenes : public Dataset {
 std::unique_ptr<Dataset> open_mnist_scenes(const DatasetSpec& spec) {
   data::DatasetOptions opts(spec, kSet,
                             {"mnist-dir", "samples", "size", "min-objects", "max-objects", "min-scale", "max-scale",
-                             "max-overlap", "noise"});
+                             "max-overlap", "noise", "digits"});
   D5_CHECK_ARG(spec.split == "train" || spec.split == "test", "{}: split must be 'train' or 'test', got '{}'", kSet,
                spec.split);
   const SceneOptions o = read_options(opts, spec.split);
   // Where `d5 data download mnist` puts the files, unless told otherwise.
   const std::string mnist_dir = opts.has("mnist-dir") ? opts.get_string("mnist-dir", "") : default_data_dir("mnist");
   opts.check_all_known();
-  const std::string prefix = spec.split == "train" ? "train" : "t10k";
-  const Sources sources{source_file(mnist_dir, prefix + "-images-idx3-ubyte", spec.split),
-                        source_file(mnist_dir, prefix + "-labels-idx1-ubyte", spec.split)};
+  const Sources sources = find_sources(mnist_dir, spec.split, o.digits);
   const nlohmann::json identity = {{"set", kSet},
                                    {"generator", kGenerator},
                                    {"split", spec.split},
@@ -432,7 +481,9 @@ std::unique_ptr<Dataset> open_mnist_scenes(const DatasetSpec& spec) {
   const std::string stem = fmt::format("{}-{}", spec.split, sha256_hex(identity.dump()).substr(0, 16));
   if (std::optional<Scenes> cached = read_cache(dir, stem, identity, o))
     return std::make_unique<MnistScenes>(o, std::move(*cached));
-  Scenes scenes = generate(o, read_digits(sources), spec.seed, spec.split);
+  Digits digits = read_digits(sources);
+  if (o.digits == DigitSource::test_halves) digits = half_of(std::move(digits), spec.split, sources.images.path);
+  Scenes scenes = generate(o, digits, spec.seed, spec.split);
   write_cache(dir, stem, identity, o, scenes);
   return std::make_unique<MnistScenes>(o, std::move(scenes));
 }

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "deep500/core/error.h"
+#include "deep500/net/tensor_names.h"
 
 namespace d5 {
 
@@ -65,9 +66,34 @@ void append_ctc(Network& network, const std::string& prediction, const TensorDes
                     {o.loss}});
 }
 
+// SsdLoss reads the anchors the detector was built with: the head cannot invent them.
+void append_ssd(Network& network, const std::string& prediction, const TensorDesc& d, const LossHeadOptions& o) {
+  D5_CHECK_ARG(d.shape.rank() == 3 && d.dtype == DType::f32 && d.shape[2] >= 6,
+               "output '{}' of network '{}' is {}; the ssd head needs an f32 prediction [batch, anchors, 4 + classes] "
+               "(box offsets, then class scores with the background first)",
+               prediction, network.name(), d.to_string());
+  D5_CHECK_ARG(network.is_initializer(kZooAnchors) && !network.is_param(kZooAnchors),
+               "network '{}' has no constant '{}' [anchors, 4]: the ssd head matches objects to the anchors the "
+               "detector was built with (a detector-ssd from the model zoo has them)",
+               network.name(), kZooAnchors);
+  D5_CHECK_ARG(network.desc(kZooAnchors).shape == Shape({d.shape[1], 4}),
+               "the constant '{}' of network '{}' is {}; the prediction '{}' has {} anchors, so it must be [{}, 4]",
+               kZooAnchors, network.name(), network.desc(kZooAnchors).to_string(), prediction, d.shape[1],
+               d.shape[1]);
+  D5_CHECK_ARG(o.label_shape.size() == 1 && o.label_shape[0] >= 1,
+               "the ssd head needs the objects per image M (label_shape {{M}}), got {} dimensions",
+               o.label_shape.size());
+  check_free(network, kZooBoxes);
+  const int64_t n = d.shape[0], m = o.label_shape[0];
+  network.add_input(o.labels, TensorDesc{DType::i64, Shape{n, m}});
+  network.add_input(kZooBoxes, TensorDesc{DType::f32, Shape{n, m, 4}});
+  network.add_node({o.loss, "SsdLoss", "", Attributes{{"ignore_index", o.ignore_index}},
+                    {prediction, kZooAnchors, kZooBoxes, o.labels}, {o.loss}});
+}
+
 }  // namespace
 
-std::vector<std::string> loss_head_names() { return {"softmax-ce", "sequence-ce", "mse", "ctc"}; }
+std::vector<std::string> loss_head_names() { return {"softmax-ce", "sequence-ce", "mse", "ctc", "ssd"}; }
 
 LossHead append_loss_head(Network& network, const std::string& kind, const LossHeadOptions& o) {
   const std::vector<std::string> known = loss_head_names();
@@ -102,6 +128,9 @@ LossHead append_loss_head(Network& network, const std::string& kind, const LossH
   } else if (kind == "ctc") {
     append_ctc(network, prediction, d, o);
     head.quality = {"cer"};
+  } else if (kind == "ssd") {
+    append_ssd(network, prediction, d, o);
+    head.quality = {"map50", "map"};
   } else {
     D5_CHECK_ARG(d.shape.rank() >= 1 && d.dtype == DType::f32,
                  "output '{}' of network '{}' is {}; the mse head needs an f32 prediction [batch, ...]", prediction,

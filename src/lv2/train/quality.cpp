@@ -12,6 +12,7 @@
 #include "deep500/core/error.h"
 #include "deep500/core/parse_number.h"
 #include "deep500/train/bleu.h"
+#include "detection_quality.h"
 
 namespace d5 {
 
@@ -365,8 +366,16 @@ class Bleu : public QualityMeasure {
 
 }  // namespace
 
+void QualityMeasure::observe_batch(const Tensor& prediction, const std::map<std::string, Tensor>& batch,
+                                   int64_t rows) {
+  auto labels = batch.find("labels");
+  D5_CHECK_ARG(labels != batch.end(), "{}: the batch has no 'labels' tensor to measure against", name());
+  observe(prediction, labels->second, rows);
+}
+
 std::vector<std::string> quality_measure_names() {
-  return {"accuracy", "top<k>", "exact_match", "perplexity", "word_perplexity", "mse", "mae", "cer", "bleu"};
+  return {"accuracy", "top<k>", "exact_match", "perplexity", "word_perplexity", "mse", "mae", "cer", "bleu",
+          "map", "map50", "map75"};
 }
 
 std::unique_ptr<QualityMeasure> make_quality_measure(const std::string& name, const QualitySettings& settings) {
@@ -382,6 +391,7 @@ std::unique_ptr<QualityMeasure> make_quality_measure(const std::string& name, co
   if (name == "mse" || name == "mae") return std::make_unique<RegressionError>(name == "mse");
   if (name == "cer") return std::make_unique<CtcErrorRate>(settings);
   if (name == "bleu") return std::make_unique<Bleu>(settings);
+  if (name == "map" || name == "map50" || name == "map75") return make_detection_measure(name, settings);
   D5_THROW(InvalidArgument, "unknown quality measure '{}' (known: {})", name, fmt::join(quality_measure_names(), ", "));
 }
 

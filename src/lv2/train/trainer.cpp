@@ -94,6 +94,10 @@ void Trainer::check_setup(int64_t source_batch, int64_t source_size) {
                  "bleu needs a test set of target sequences that end with an end token (number-words); '{}' has "
                  "none: use exact_match or accuracy",
                  test_set_ ? test_set_->name() : "no test set");
+    D5_CHECK_ARG(!measures[i].starts_with("map") || executor_.network().is_initializer(kZooAnchors),
+                 "{} decodes a single-shot detector's predictions from its anchors, and network '{}' has no constant "
+                 "'{}' (train detector-ssd from the model zoo)",
+                 measures[i], executor_.network().name(), kZooAnchors);
     D5_CHECK_ARG(std::find(measures.begin(), measures.begin() + static_cast<std::ptrdiff_t>(i), measures[i]) ==
                      measures.begin() + static_cast<std::ptrdiff_t>(i),
                  "quality measure '{}' is named twice", measures[i]);
@@ -274,8 +278,9 @@ Tensor Trainer::predict(TensorMap feeds) {
 std::map<std::string, double> Trainer::test_quality() {
   D5_CHECK_ARG(test_set_ != nullptr, "no test set to measure quality on");
   std::vector<std::unique_ptr<QualityMeasure>> measures;
-  const QualitySettings settings{options_.ignore_index, options_.blank, test_set_->word_starts(),
-                                 test_set_->end_token()};
+  QualitySettings settings{options_.ignore_index, options_.blank, test_set_->word_starts(), test_set_->end_token()};
+  const Network& net = executor_.network();
+  if (net.is_initializer(kZooAnchors)) settings.anchors = net.fetch_tensor(kZooAnchors).to(Device::cpu());
   for (const std::string& name : measures_of(options_)) measures.push_back(make_quality_measure(name, settings));
   const int64_t n = test_set_->size();
   D5_CHECK_ARG(n > 0, "test set '{}' is empty", test_set_->name());
@@ -286,7 +291,7 @@ std::map<std::string, double> Trainer::test_quality() {
     for (int64_t i = 0; i < batch_; ++i) indices[static_cast<size_t>(i)] = i < rows ? first + i : first;
     const Batch b = test_set_->fetch(indices);
     const Tensor prediction = predict(feeds_of(b));
-    for (auto& m : measures) m->observe(prediction, b.at(kDataLabels), rows);
+    for (auto& m : measures) m->observe_batch(prediction, b, rows);
   }
   std::map<std::string, double> values;
   for (const auto& m : measures) values[m->name()] = m->value();

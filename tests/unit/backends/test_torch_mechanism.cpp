@@ -182,9 +182,12 @@ TEST(TorchMechanism, CoversTheReferenceSet) {
   EXPECT_EQ(backward, 65);  // all but Shape, Constant, Equal, Less, Greater, ArgMax
   // Beyond the brief's set: every operator type the reference implements, except those without an
   // ATen counterpart, where executors fall back to the reference's: MelWeightMatrix (a table of
-  // constants ATen has no function for), RoiAlign (torchvision's operator, not LibTorch's), and
-  // Resize (not yet: ATen's upsample kernels cover only some of its coordinate modes).
-  const std::set<std::string> without_aten = {"MelWeightMatrix", "RoiAlign", "Resize"};
+  // constants ATen has no function for), RoiAlign and NonMaxSuppression (torchvision's operators,
+  // not LibTorch's), SsdLoss (deep500's detection loss: anchor matching and hard-negative mining,
+  // no ATen function), and Resize (not yet: ATen's upsample kernels cover only some of its
+  // coordinate modes).
+  const std::set<std::string> without_aten = {"MelWeightMatrix", "RoiAlign", "NonMaxSuppression", "SsdLoss",
+                                              "Resize"};
   for (const auto& type : OpRegistry::global().op_types()) {
     if (OpRegistry::global().implementations(type, "reference").empty() || without_aten.count(type)) continue;
     EXPECT_EQ(OpRegistry::global().implementations(type, "torch").size(), 1u) << type;

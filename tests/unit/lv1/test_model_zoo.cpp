@@ -46,7 +46,7 @@ TEST_F(ModelZooTest, RegistryHasEveryModelOnce) {
                                           "resnet20",  "resnet32",     "resnet44", "resnet56",   "resnet110",
                                           "wrn-28-10", "mobilenet_v2", "lstm",     "transformer", "text-lstm",
                                           "text-lstm-lm", "text-transformer", "kws-dscnn", "speech-ctc",
-                                          "seq2seq-transformer"};
+                                          "seq2seq-transformer", "detector-ssd"};
   EXPECT_EQ(names, expected);
 }
 
@@ -131,7 +131,8 @@ INSTANTIATE_TEST_SUITE_P(Zoo, ParameterCount,
                                            // conv1 5x5x32 + 32 = 832, BN 64, conv2 3x3x32x32 + 32 =
                                            // 9,248, BN 64, LSTM 2 directions x (W 512 x 320 + R 512 x
                                            // 128 + B 1,024) = 460,800, fc 256 x 11 + 11 = 2,827
-                                           CountCase{"speech-ctc", 473'835}, CountCase{"lstm", 82'186},
+                                           CountCase{"speech-ctc", 473'835},
+                                           CountCase{"detector-ssd", 166'632}, CountCase{"lstm", 82'186},
                                            CountCase{"transformer", 406'154},
                                            // 2,000 x 64 embedding + lstm's 99,328 + 128 x 45 + 45
                                            CountCase{"text-lstm", 233'133},
@@ -193,21 +194,27 @@ TEST_F(ModelZooTest, EveryModelInfersWithAndWithoutLoss) {
       // decoder position), a CTC model every step (half the frames, rounded up) over its classes.
       const bool decoder = m.default_target_length > 0;
       const int64_t positions = decoder ? m.default_target_length : m.per_position ? m.default_input.at(0) : 0;
-      const bool ctc = m.loss == "ctc";
+      const bool ctc = m.loss == "ctc", ssd = m.loss == "ssd";
       const int64_t steps = ctc ? (m.default_input.at(1) + 1) / 2 : 0;
+      // A detector: 4 anchors at each of 16 x 16 + 8 x 8 positions, 4 offsets and 1 + 10 scores.
       const Shape logits = m.per_position ? Shape{2, positions, m.default_vocabulary}
                            : ctc          ? Shape{2, steps, m.default_classes}
+                           : ssd          ? Shape{2, 1280, 4 + m.default_classes + 1}
                                           : Shape{2, m.default_classes};
       EXPECT_EQ(net.desc(kZooLogits).shape, logits);
-      EXPECT_EQ(m.loss, m.per_position ? "sequence-ce" : ctc ? "ctc" : "softmax-ce");
+      EXPECT_EQ(m.loss, m.per_position ? "sequence-ce" : ctc ? "ctc" : ssd ? "ssd" : "softmax-ce");
       if (loss) {
         EXPECT_EQ(net.outputs(), (std::vector<std::string>{kZooLogits, kZooLoss}));
         EXPECT_EQ(net.inputs(), (decoder ? std::vector<std::string>{kZooInput, kZooDecoderInput, kZooLabels}
+                                 : ssd   ? std::vector<std::string>{kZooInput, kZooLabels, kZooBoxes}
                                          : std::vector<std::string>{kZooInput, kZooLabels}));
-        const Shape labels = m.per_position ? Shape{2, positions} : ctc ? Shape{2, kZooCtcLabelLength} : Shape{2};
+        const Shape labels = m.per_position ? Shape{2, positions}
+                             : ctc          ? Shape{2, kZooCtcLabelLength}
+                             : ssd          ? Shape{2, kZooDetectionObjects}
+                                            : Shape{2};
         EXPECT_EQ(net.desc(kZooLabels), (TensorDesc{DType::i64, labels}));
         EXPECT_EQ(net.desc(kZooLoss).shape, Shape{});
-        EXPECT_EQ(count_ops(net, ctc ? "CTCLoss" : "SoftmaxCrossEntropyLoss"), 1);
+        EXPECT_EQ(count_ops(net, ctc ? "CTCLoss" : ssd ? "SsdLoss" : "SoftmaxCrossEntropyLoss"), 1);
       } else {
         EXPECT_EQ(net.outputs(), (std::vector<std::string>{kZooLogits}));
         EXPECT_EQ(net.inputs(), (decoder ? std::vector<std::string>{kZooInput, kZooDecoderInput}
@@ -346,6 +353,43 @@ TEST_F(ModelZooTest, KwsDscnnTakesMfccsAndLogMelFeatures) {
 // Speech CTC: 149 frames of 40 log-mel bins become 75 steps of 32 x 10 features (conv1 halves
 // both axes, conv2 the bins only), which the bidirectional LSTM reads sequence first; every step
 // is scored. Other frame and bin counts change the steps and the LSTM's input width.
+// Anchors by map, row, column, then shape (heights 11, 15 on the 16 x 16 map, 19, 25 on the 8 x 8
+// one, widths 0.35 and 0.75 of the height), centred on their position: a 64-pixel input gives
+// strides 4 and 8, so the first anchor sits at (2, 2) with half extents 1.925 x 5.5.
+TEST_F(ModelZooTest, DetectorSsdPredictsPerAnchorAndHoldsItsAnchors) {
+  ModelOptions o = structure_only(2);
+  Network net = build_model("detector-ssd", o);
+  net.infer();
+  EXPECT_EQ(net.desc("backbone.relu4").shape, (Shape{2, 64, 16, 16}));
+  EXPECT_EQ(net.desc("backbone.relu5").shape, (Shape{2, 64, 8, 8}));
+  EXPECT_EQ(net.desc(kZooLogits), (TensorDesc{DType::f32, Shape{2, 1280, 15}}));
+  ASSERT_TRUE(net.is_initializer(kZooAnchors));
+  EXPECT_FALSE(net.is_param(kZooAnchors));
+  const Tensor anchors = net.fetch_tensor(kZooAnchors);
+  ASSERT_EQ(anchors.shape(), (Shape{1280, 4}));
+  const auto anchor = [&](int64_t i) {
+    return std::vector<double>{anchors.get(i * 4), anchors.get(i * 4 + 1), anchors.get(i * 4 + 2),
+                               anchors.get(i * 4 + 3)};
+  };
+  const auto near = [](const std::vector<double>& got, const std::vector<double>& want) {
+    for (size_t k = 0; k < 4; ++k) EXPECT_NEAR(got[k], want[k], 1e-5) << k;
+  };
+  near(anchor(0), {0.075, -3.5, 3.925, 7.5});       // (2, 2), height 11, width 3.85
+  near(anchor(3), {-3.625, -5.5, 7.625, 9.5});      // (2, 2), height 15, width 11.25
+  near(anchor(4), {4.075, -3.5, 7.925, 7.5});       // the next column: centre (6, 2)
+  near(anchor(16 * 4), {0.075, 0.5, 3.925, 11.5});  // the next row: centre (2, 6)
+  near(anchor(1024), {0.675, -5.5, 7.325, 13.5});   // the 8 x 8 map: (4, 4), height 19, width 6.65
+  near(anchor(1279), {50.625, 47.5, 69.375, 72.5}); // its last: (60, 60), height 25, width 18.75
+
+  // A 96-pixel input: 24 x 24 and 12 x 12 maps; three classes: 4 + 1 + 3 values per anchor, and
+  // the prediction convolutions shrink from 60 to 32 channels (64 x 9 + 1 weights each fewer).
+  o.input_shape = {1, 96, 96};
+  o.classes = 3;
+  Network big = build_model("detector-ssd", o);
+  EXPECT_EQ(big.desc(kZooLogits).shape, (Shape{2, (24 * 24 + 12 * 12) * 4, 8}));
+  EXPECT_EQ(big.parameter_count(), 166'632 - 2 * 28 * (64 * 9 + 1));
+}
+
 TEST_F(ModelZooTest, SpeechCtcScoresEveryStepOfTheSpectrogram) {
   ModelOptions o = structure_only(2);
   Network net = build_model("speech-ctc", o);

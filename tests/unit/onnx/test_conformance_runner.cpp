@@ -307,6 +307,49 @@ TEST(Conformance, WholeModelsUseTheBackendsExecutorWhenOneIsRegistered) {
   EXPECT_NE(w.detail.find("got 4, expected 5"), std::string::npos) << w.detail;
 }
 
+// ONNX's suppress_by_IOU_and_scores: of six boxes, 3 and 0 survive (IoU 0.5, scores > 0.4); d5's
+// selected_indices has the static bound 1 * 1 * 3 rows, the last one padding.
+CaseDef nms_case(std::vector<int64_t> expected_rows) {
+  CaseDef c;
+  c.opset = 11;
+  c.nodes = {{"NonMaxSuppression", {"boxes", "scores", "max", "iou", "score"}, {"selected"}}};
+  c.inputs = {{"boxes", Tensor::from_values<float>(Shape{1, 6, 4}, {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f,
+                                                                    0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100, 1, 101})},
+              {"scores", Tensor::from_values<float>(Shape{1, 1, 6}, {0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f})}};
+  c.initializers = {{"max", Tensor::from_values<int64_t>(Shape{1}, {3})},
+                    {"iou", Tensor::from_values<float>(Shape{1}, {0.5f})},
+                    {"score", Tensor::from_values<float>(Shape{1}, {0.4f})}};
+  Tensor y(DType::i64, Shape{static_cast<int64_t>(expected_rows.size() / 3), 3});
+  std::copy(expected_rows.begin(), expected_rows.end(), y.data_as<int64_t>());
+  c.outputs = {{"selected", y}};
+  return c;
+}
+
+TEST(Conformance, PaddedOutputsMatchTheirRowsAndHoldOnlyPaddingPastThem) {
+  const auto ok = run_one(nms_case({0, 0, 3, 0, 0, 0}));
+  EXPECT_EQ(ok.state, CaseState::Passed) << ok.detail;
+  // Through the importer, the network runner reads the same bound.
+  TempDir dir("d5-conf");
+  write_case(dir.path / "case", nms_case({0, 0, 3, 0, 0, 0}));
+  ConformanceOptions o;
+  o.runner = CaseRunner::Network;
+  const auto net = run_conformance_case((dir.path / "case").string(), o);
+  EXPECT_EQ(net.state, CaseState::Passed) << net.detail;
+  EXPECT_EQ(net.runner, "network");
+  // The importer takes a declared length up to the bound, not past it.
+  write_case(dir.path / "long", nms_case({0, 0, 3, 0, 0, 0, 0, 0, 5, 0, 0, 1}));
+  expect_state(run_conformance_case((dir.path / "long").string(), o), CaseState::Failed,
+               "graph output 'selected' is declared with shape [4, 3]");
+  // A wrong real row fails; so does a real row where the expected output has ended, and a bound
+  // shorter than the expected output.
+  expect_state(run_one(nms_case({0, 0, 3, 0, 0, 1})), CaseState::Failed,
+               "output 'selected': 1 of 6 elements of its first 2 rows outside tolerance");
+  expect_state(run_one(nms_case({0, 0, 3})), CaseState::Failed,
+               "output 'selected': row 1 holds 0 at flat 3, but the expected output has 1 rows");
+  expect_state(run_one(nms_case({0, 0, 3, 0, 0, 0, 0, 0, 5, 0, 0, 1})), CaseState::Failed,
+               "output 'selected' is i64[3, 3], expected i64[4, 3] (a padded output");
+}
+
 TEST(Conformance, DataThatContradictsTheDeclaredInputFails) {
   reference::register_all();
   CaseDef c = two_node_case();

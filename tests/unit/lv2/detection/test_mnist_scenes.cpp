@@ -1,6 +1,6 @@
 // mnist-scenes: boxes against the ink recomputed from the images, pasted digits found among the
-// MNIST images of their own split (and not the other), determinism, the overlap bound, noise, the
-// cache, refusals.
+// MNIST images of their own split (and not the other), with digits=test-halves among their own half
+// of the test digits, determinism, the overlap bound, noise, the cache, refusals.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <map>
 #include <numbers>
 #include <numeric>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -74,6 +75,16 @@ struct TwoSplitMnist {
     write_idx(dir.file("train-labels-idx1-ubyte"), kIdxLabelsMagic, {kTrainDigits}, m.labels.data.data());
     write_idx(dir.file("t10k-images-idx3-ubyte"), kIdxImagesMagic, {test, kSide, kSide}, m.image(kTrainDigits));
     write_idx(dir.file("t10k-labels-idx1-ubyte"), kIdxLabelsMagic, {test}, m.labels.data.data() + kTrainDigits);
+  }
+  std::string path() const { return dir.path.string(); }
+};
+
+// A directory holding MNIST's test files alone, copied from the shared copy, whatever else that has.
+struct TestFilesOnly {
+  TempDir dir{"d5-mnist-t10k"};
+  TestFilesOnly() {
+    for (const char* name : {"t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"})
+      fs::copy_file(kMnistDir + "/" + name, dir.file(name));
   }
   std::string path() const { return dir.path.string(); }
 };
@@ -235,6 +246,18 @@ std::vector<int64_t> digits_pasted_at(const Scenes& s, int64_t i, const Scaled& 
   return found;
 }
 
+// The message of the E that `f` throws; empty, and a failure, if it throws none.
+template <typename E, typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no exception";
+  return "";
+}
+
 bool has_label(const std::vector<int64_t>& digits, int64_t label) {
   return std::any_of(digits.begin(), digits.end(), [&](int64_t d) { return mnist().labels.data[d] == label; });
 }
@@ -264,6 +287,67 @@ TEST(MnistScenes, SplitsPasteTheirOwnMnistDigits) {
           train ? digits_pasted_at(s, i, same, kTrainDigits, 10000) : digits_pasted_at(s, i, same, 0, kTrainDigits);
       EXPECT_TRUE(other.empty()) << split << " scene " << i << " pastes a digit of the other split";
     }
+  }
+}
+
+// digits=test-halves: both splits open from MNIST's test files alone, and at 28 pixels each train
+// scene is byte for byte one of the test digits 0-4999 and none of 5000-9999, each test scene the
+// reverse.
+TEST(MnistScenes, TestHalvesPasteTheirOwnHalfOfTheTestDigits) {
+  REQUIRE_MNIST();
+  ASSERT_EQ(mnist().count(), 10000);
+  TestFilesOnly source;
+  TempDir cache("d5-scenes");
+  const Scaled same = scale_digits(kSide, [](const uint8_t* img, int64_t r, int64_t c) { return img[r * kSide + c]; });
+  std::map<std::string, std::set<int64_t>> labels;
+  for (const std::string split : {"train", "test"}) {
+    std::map<std::string, std::string> opts = one_digit_of(28, 64, 40);
+    opts["digits"] = "test-halves";
+    auto ds = open_scenes(split, source.path(), cache.path.string(), opts);
+    ASSERT_EQ(ds->size(), 40);
+    const Scenes s = fetch_all(*ds);
+    const bool train = split == "train";
+    const int64_t begin = train ? 0 : 5000, end = train ? 5000 : 10000;
+    for (int64_t i = 0; i < s.n; ++i) {
+      ASSERT_EQ(s.count(i), 1);
+      const std::vector<int64_t> own = digits_pasted_at(s, i, same, begin, end);
+      ASSERT_FALSE(own.empty()) << split << " scene " << i << " is none of the test digits " << begin << "-" << end - 1;
+      EXPECT_TRUE(has_label(own, s.label(i, 0))) << split << " scene " << i;
+      EXPECT_TRUE(digits_pasted_at(s, i, same, train ? 5000 : 0, train ? 10000 : 5000).empty())
+          << split << " scene " << i << " pastes a digit of the other half";
+      labels[split].insert(s.label(i, 0));
+    }
+  }
+  EXPECT_GE(labels["train"].size(), 8u) << "40 scenes from 5,000 digits show most classes";
+  EXPECT_GE(labels["test"].size(), 8u);
+}
+
+// Every digit of every scene, at every scale and in crowded scenes too, comes from its split's half:
+// test files whose first 5,000 labels are rewritten into 0-4 and the others into 5-9 give train
+// scenes labels 0-4 only and test scenes 5-9 only.
+TEST(MnistScenes, TestHalvesNeverCrossInAnyScene) {
+  REQUIRE_MNIST();
+  TempDir source("d5-mnist-marked"), cache("d5-scenes");
+  std::vector<uint8_t> marked = mnist().labels.data;
+  for (size_t d = 0; d < marked.size(); ++d) marked[d] = static_cast<uint8_t>((d < 5000 ? 0 : 5) + marked[d] % 5);
+  write_idx(source.file("t10k-labels-idx1-ubyte"), kIdxLabelsMagic, {10000}, marked.data());
+  write_idx(source.file("t10k-images-idx3-ubyte"), kIdxImagesMagic, {10000, kSide, kSide}, mnist().image(0));
+  for (const std::string split : {"train", "test"}) {
+    const Scenes s = fetch_all(*open_scenes(split, source.path.string(), cache.path.string(),
+                                            {{"samples", "300"}, {"digits", "test-halves"}, {"max-overlap", "1"}}));
+    const int64_t low = split == "train" ? 0 : 5;
+    std::vector<int64_t> per_label(10);
+    int64_t digits = 0;
+    for (int64_t i = 0; i < s.n; ++i)
+      for (int64_t k = 0; k < s.count(i); ++k) {
+        const int64_t label = s.label(i, k);
+        ASSERT_TRUE(label >= low && label < low + 5)
+            << split << " scene " << i << " digit " << k << ": label " << label << " is of the other half";
+        ++per_label[static_cast<size_t>(label)];
+        ++digits;
+      }
+    EXPECT_NEAR(static_cast<double>(digits) / 300.0, 3.0, 0.25) << "1-5 digits per scene, none left out";
+    for (int64_t l = low; l < low + 5; ++l) EXPECT_GT(per_label[static_cast<size_t>(l)], 100) << split << " " << l;
   }
 }
 
@@ -433,6 +517,57 @@ TEST(MnistScenes, CacheIsReusedAndRegeneratedWhenCorrupt) {
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(json[0])), manifest) << "a broken manifest is written again";
 }
 
+// The default scenes are those from before the option `digits` existed, under the same cache key:
+// the file names and SHA-256 below were produced then, so an entry cached by an earlier version is
+// still used. A change here means other scenes for the same options: change kGenerator too.
+TEST(MnistScenes, DefaultScenesAreUnchangedByTheDigitsOption) {
+  REQUIRE_MNIST();
+  const std::map<std::string, std::string> expected = {
+      {"test-c54e3c46f018e35f-boxes.npy", "f5c0a0a4f6455f261df2b33669c7e9bc746cc27f2aa0d9dabfaf6309cb374627"},
+      {"test-c54e3c46f018e35f-images.npy", "6ef1a851b0393a1e4b234a41efd3156a6347b4cd84dea02e647a2014db7ebe27"},
+      {"test-c54e3c46f018e35f-labels.npy", "ed9cb0695441ea0164c791100e162050514eda525d8f9372b6000d302e4fcdcd"}};
+  for (const std::map<std::string, std::string>& opts :
+       {std::map<std::string, std::string>{{"samples", "50"}},
+        std::map<std::string, std::string>{{"samples", "50"}, {"digits", "mnist"}}}) {
+    TempDir cache("d5-scenes");
+    open_scenes("test", kMnistDir, cache.path.string(), opts);
+    std::map<std::string, std::string> written;
+    for (const auto& e : fs::directory_iterator(cache.path))
+      if (e.path().extension() == ".npy")
+        written[e.path().filename().string()] = file_hex_digest(e.path().string(), DigestKind::sha256);
+    EXPECT_EQ(written, expected);
+    EXPECT_TRUE(fs::exists(cache.path / "test-c54e3c46f018e35f.json"));
+  }
+}
+
+TEST(MnistScenes, DigitsOptionIsPartOfTheCacheKey) {
+  REQUIRE_MNIST();
+  TempDir cache("d5-scenes");
+  auto manifests = [&] {
+    std::map<std::string, nlohmann::json> out;
+    for (const auto& e : fs::directory_iterator(cache.path))
+      if (e.path().extension() == ".json")
+        out[e.path().filename().string()] = nlohmann::json::parse(std::ifstream(e.path()));
+    return out;
+  };
+  const Scenes mnist_digits = fetch_all(*open_scenes("test", kMnistDir, cache.path.string(), {{"samples", "50"}}));
+  const std::map<std::string, std::string> halves = {{"samples", "50"}, {"digits", "test-halves"}};
+  const Scenes second_half = fetch_all(*open_scenes("test", kMnistDir, cache.path.string(), halves));
+  EXPECT_TRUE(second_half.pixels != mnist_digits.pixels) << "the test scenes draw from 5,000 digits, not 10,000";
+  const auto both = manifests();
+  ASSERT_EQ(both.size(), 2u) << "another value of digits is another cache entry";
+  int64_t with_digits = 0;
+  for (const auto& [name, manifest] : both) {
+    EXPECT_EQ(manifest["sources"]["images"]["file"], "t10k-images-idx3-ubyte.gz") << name;
+    if (!manifest["options"].contains("digits")) continue;
+    EXPECT_EQ(manifest["options"]["digits"], "test-halves") << name;
+    ++with_digits;
+  }
+  EXPECT_EQ(with_digits, 1) << "the default is left out of the manifest, so its key is the one from before";
+  EXPECT_EQ(fetch_all(*open_scenes("test", kMnistDir, cache.path.string(), halves)).pixels, second_half.pixels);
+  EXPECT_EQ(manifests(), both) << "reopening finds its own entry";
+}
+
 TEST(MnistScenes, FetchIsThreadSafe) {
   REQUIRE_MNIST();
   TempDir cache("d5-scenes");
@@ -465,13 +600,37 @@ TEST(MnistScenes, Refusals) {
                                 {"max-overlap", "[0, 1]"});
   expect_error<InvalidArgument>([&] { open_scenes("test", kMnistDir, dir, {{"noise", "-1"}}); }, {"noise"});
   expect_error<InvalidArgument>([&] { open_scenes("val", kMnistDir, dir, {}); }, {"'train' or 'test'"});
+  expect_error<InvalidArgument>([&] { open_scenes("test", kMnistDir, dir, {{"digits", "halves"}}); },
+                                {"digits must be 'mnist' or 'test-halves'", "got 'halves'"});
   expect_error<IoError>([&] { open_scenes("test", empty.path.string(), dir, {}); },
                         {"t10k-images-idx3-ubyte", empty.path.string(), "d5 data download mnist --split test",
                          "mnist-dir"});
+  // A missing training file names the way out without the download.
+  expect_error<IoError>(
+      [&] { open_scenes("train", empty.path.string(), dir, {}); },
+      {"train-images-idx3-ubyte", "d5 data download mnist --split train", "--set digits=test-halves"});
   // The shared copy holds MNIST's test split only.
   if (!fs::exists(kMnistDir + "/train-images-idx3-ubyte.gz") && !fs::exists(kMnistDir + "/train-images-idx3-ubyte"))
     expect_error<IoError>([&] { open_scenes("train", kMnistDir, dir, {}); },
                           {"train-images-idx3-ubyte", "d5 data download mnist --split train"});
+  // With digits=test-halves both splits need the test files alone, and say so.
+  for (const std::string split : {"train", "test"}) {
+    const std::string message = error_of<IoError>([&] {
+      open_scenes(split, empty.path.string(), dir, {{"digits", "test-halves"}});
+    });
+    for (const std::string part :
+         {"t10k-images-idx3-ubyte", "digits=test-halves", "d5 data download mnist --split test", "mnist-dir",
+          split == "train" ? "first half" : "second half"})
+      EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+    EXPECT_EQ(message.find("train-"), std::string::npos) << message;
+    EXPECT_EQ(message.find("--split train"), std::string::npos) << message;
+  }
+  TempDir one("d5-one-digit");
+  const std::vector<uint8_t> pixels(static_cast<size_t>(kSide * kSide), 255), label(1, 3);
+  write_idx(one.file("t10k-images-idx3-ubyte"), kIdxImagesMagic, {1, kSide, kSide}, pixels.data());
+  write_idx(one.file("t10k-labels-idx1-ubyte"), kIdxLabelsMagic, {1}, label.data());
+  expect_error<FormatError>([&] { open_scenes("test", one.path.string(), dir, {{"digits", "test-halves"}}); },
+                            {"digits=test-halves needs 2 digits or more", "holds 1"});
   EXPECT_TRUE(fs::is_empty(cache.path)) << "nothing is cached by a refused open";
 }
 

@@ -10,6 +10,7 @@
 #include "deep500/core/error.h"
 #include "deep500/core/rng.h"
 #include "deep500/net/graph_executor.h"
+#include "deep500/net/model_zoo.h"
 #include "deep500/op/op_registry.h"
 #include "deep500/train/loss_head.h"
 #include "deep500/train/trainer.h"
@@ -283,6 +284,42 @@ TEST_F(LossHeadTest, TrainsAFrameClassifierWithCtcToACerTarget) {
   EXPECT_GT(cer.front().value, 0.05);
   EXPECT_LE(cer.back().value, 0.05);
   EXPECT_LT(r.loss.back().value, r.loss.front().value);
+}
+
+// The ssd head on a zoo detector built without its loss gives the loss the detector's own
+// (with_loss) gives on the same feeds: the same SsdLoss on the same anchors; it reads a second
+// input, the boxes, and needs the anchors.
+TEST_F(LossHeadTest, SsdHeadEqualsTheDetectorsOwnLoss) {
+  ModelOptions mo;
+  mo.batch = 2;
+  Network bare = build_model("detector-ssd", mo);
+  LossHeadOptions ho;
+  ho.label_shape = {kZooDetectionObjects};
+  const LossHead head = append_loss_head(bare, "ssd", ho);
+  EXPECT_EQ(head.quality, (std::vector<std::string>{"map50", "map"}));
+  EXPECT_EQ(bare.inputs(), (std::vector<std::string>{kZooInput, kZooLabels, kZooBoxes}));
+  mo.with_loss = true;
+  Network own = build_model("detector-ssd", mo);
+
+  RngStream rng(7, "ssd-head");
+  const Tensor image = random_tensor(Shape{2, 1, 64, 64}, rng, 1.0);
+  Tensor boxes(DType::f32, Shape{2, kZooDetectionObjects, 4});
+  boxes.fill(0);
+  const std::vector<float> objects = {4, 6, 14, 24, 30, 30, 50, 48, 8, 40, 20, 60};  // two in image 0, one in 1
+  for (size_t i = 0; i < 8; ++i) boxes.data_as<float>()[i] = objects[i];
+  for (size_t i = 0; i < 4; ++i) boxes.data_as<float>()[20 + i] = objects[8 + i];
+  const Tensor labels =
+      Tensor::from_values<int64_t>(Shape{2, 5}, {3, 7, -100, -100, -100, 1, -100, -100, -100, -100});
+  const TensorMap feeds = {{kZooInput, image}, {kZooLabels, labels}, {kZooBoxes, boxes}};
+  const double a = make_executor(bare, "reference")->inference(feeds).at(kZooLoss).get(0);
+  const double b = make_executor(own, "reference")->inference(feeds).at(kZooLoss).get(0);
+  EXPECT_GT(a, 0);
+  EXPECT_EQ(a, b);
+
+  Network plain = token_classifier(2, 1);  // [B, T, C] but no anchors
+  EXPECT_THROW(append_loss_head(plain, "ssd", ho), InvalidArgument);
+  Network no_count = build_model("detector-ssd", ModelOptions{});
+  EXPECT_THROW(append_loss_head(no_count, "ssd"), InvalidArgument);  // objects per image unknown
 }
 
 TEST_F(LossHeadTest, RefuseNetworksTheyCannotRead) {

@@ -215,7 +215,9 @@ TEST(QualityTargets, RefuseTargetsThatCannotMeanWhatTheySay) {
   EXPECT_NE(message("accuracy>=nan").find("not a finite number"), std::string::npos);
   EXPECT_NE(message("accuracy>=0.5x").find("not a finite number"), std::string::npos);
   EXPECT_NE(message("accuracy=>0.5").find("unknown quality measure 'accuracy='"), std::string::npos);
-  EXPECT_NE(message("map50>=0.8").find("unknown quality measure 'map50'"), std::string::npos);
+  EXPECT_NE(message("map90>=0.8").find("unknown quality measure 'map90'"), std::string::npos);
+  EXPECT_EQ(message("map50>=0.8"), "(accepted)");
+  EXPECT_NE(message("map>=1.5").find("can never be met"), std::string::npos);
   EXPECT_EQ(message("accuracy>=1"), "(accepted)");
   EXPECT_EQ(message("perplexity<=1"), "(accepted)");
   EXPECT_EQ(message("cer<=0.1"), "(accepted)");
