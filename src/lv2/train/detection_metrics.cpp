@@ -8,14 +8,13 @@
 #include <set>
 
 #include "deep500/core/error.h"
+#include "deep500/op/box_coding.h"
 
 namespace d5 {
 
 namespace {
 
 constexpr int kThresholds = 10;
-
-double area(const Box& b) { return std::max(0.0, b[2] - b[0]) * std::max(0.0, b[3] - b[1]); }
 
 // Indices of `v` by descending score; equal scores keep their order (NumPy's mergesort of -score,
 // as pycocotools sorts).
@@ -29,13 +28,7 @@ std::vector<size_t> by_score(const std::vector<T>& v, auto score) {
 
 }  // namespace
 
-double box_iou(const Box& a, const Box& b) {
-  const double iw = std::min(a[2], b[2]) - std::max(a[0], b[0]);
-  const double ih = std::min(a[3], b[3]) - std::max(a[1], b[1]);
-  if (iw <= 0 || ih <= 0) return 0;
-  const double inter = iw * ih, uni = area(a) + area(b) - inter;
-  return uni > 0 ? inter / uni : 0;
-}
+double box_iou(const Box& a, const Box& b) { return box_coding::iou(a, b); }
 
 std::vector<int64_t> non_max_suppression(const std::vector<Box>& boxes, const std::vector<double>& scores,
                                          double iou_threshold) {

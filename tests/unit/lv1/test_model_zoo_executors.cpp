@@ -57,6 +57,22 @@ TensorMap feeds_for(const Network& net, uint64_t seed) {
     for (int64_t i = 0; i < d.numel(); ++i) d.data_as<int64_t>()[i] = static_cast<int64_t>(rng.below(7));
     feeds[kZooDecoderInput] = d;
   }
+  // A detector's objects (the fifth row is padding): each exactly one of its anchors, two on the
+  // 16x16 map and two on the 8x8 one, so that both maps' layers are positives and receive
+  // gradients (boxes matched only on one map would leave the other's weights a gradient of zeros).
+  if (std::count(net.inputs().begin(), net.inputs().end(), kZooBoxes) > 0) {
+    Tensor boxes(net.desc(kZooBoxes));
+    boxes.fill(0);
+    const float objects[4][4] = {{5.875f, 4.5f, 14.125f, 15.5f},      // 16x16 map at (10, 10): 11 x 8.25
+                                 {47.375f, 10.5f, 52.625f, 25.5f},    // at (50, 18): 15 x 5.25
+                                 {18.625f, 15.5f, 37.375f, 40.5f},    // 8x8 map at (28, 28): 25 x 18.75
+                                 {40.675f, 34.5f, 47.325f, 53.5f}};  // at (44, 44): 19 x 6.65
+    const int64_t images = boxes.shape()[0], rows = boxes.shape()[1];
+    for (int64_t n = 0; n < images; ++n)
+      for (int64_t m = 0; m < std::min<int64_t>(rows, 4); ++m)
+        for (int64_t k = 0; k < 4; ++k) boxes.data_as<float>()[(n * rows + m) * 4 + k] = objects[m][k];
+    feeds[kZooBoxes] = boxes;
+  }
   return feeds;
 }
 
@@ -90,7 +106,8 @@ TEST_P(ZooTraining, SgdOnOneBatchLowersTheLoss) {
 // A node an executor hands to the reference operators is compared with the reference by itself,
 // so how many do is part of what the comparison means. oneDNN has no Flatten, Slice, Pad,
 // Transpose, Reshape, Squeeze, ReduceMean, ReduceSum, Equal, Not, Cast, LSTM, Gather or loss
-// primitive; CUDA has no CTCLoss (docs/cuda.md); every other executor runs every zoo node itself.
+// primitive; CUDA has no CTCLoss or SsdLoss (docs/cuda.md), torch no SsdLoss; every other executor
+// runs every zoo node itself.
 // A change in either direction (a node newly falling back, or a new primitive) must update this
 // table; a model a backend does not list has no fallbacks there.
 void expect_fallbacks(GraphExecutor& ex, const std::string& model, const std::string& backend) {
@@ -111,8 +128,10 @@ void expect_fallbacks(GraphExecutor& ex, const std::string& model, const std::st
         {"text-transformer", 19},   // transformer's and the Gather
         // Six attentions (two encoder, four decoder) of 8 each as transformer's, two Gathers, the
         // loss's Transpose and loss
-        {"seq2seq-transformer", 52}}},
-      {"cuda", {{"speech-ctc", 1}}}};  // CTCLoss
+        {"seq2seq-transformer", 52},
+        {"detector-ssd", 7}}},  // the heads' two Reshapes and Transpose each, and SsdLoss
+      {"torch", {{"detector-ssd", 1}}},  // SsdLoss: no ATen function
+      {"cuda", {{"speech-ctc", 1}, {"detector-ssd", 1}}}};  // CTCLoss, SsdLoss
   size_t want = 0;
   if (const auto per_backend = expected.find(backend); per_backend != expected.end())
     if (const auto m = per_backend->second.find(model); m != per_backend->second.end()) want = m->second;
@@ -177,14 +196,14 @@ TEST(ZooTrainingMode, MobileNetV2WithDropoutAgreesWithTheReferenceOnEveryExecuto
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooTraining,
                          ::testing::Values("lenet5", "mlp", "resnet20", "mobilenet_v2", "kws-dscnn", "speech-ctc",
                                            "lstm", "transformer", "text-lstm", "text-lstm-lm",
-                                           "seq2seq-transformer"));
+                                           "seq2seq-transformer", "detector-ssd"));
 // MobileNetV2's ReLU6 (Clip) often sees exactly 0 (a channel the previous ReLU6 zeroed, through a
 // depthwise convolution and a batch norm whose shift starts at 0): every backend must give Clip
 // the same gradient at its bounds (docs/validation.md, "Gradients at kinks").
 INSTANTIATE_TEST_SUITE_P(Zoo, ZooBackends,
                          ::testing::Values("lenet5", "mlp", "resnet20", "mobilenet_v2", "kws-dscnn", "speech-ctc",
                                            "lstm", "transformer", "text-lstm", "text-lstm-lm", "text-transformer",
-                                           "seq2seq-transformer"));
+                                           "seq2seq-transformer", "detector-ssd"));
 
 }  // namespace
 }  // namespace d5
