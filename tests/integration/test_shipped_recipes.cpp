@@ -56,7 +56,8 @@ const std::vector<SmallRun>& small_runs() {
       // The tokenizers cached once per build tree, as the text twins'.
       {"text",
        {"time-limit=5", "data-dir=" D5_BINARY_DIR "/test-data/wordnet-glosses",
-        "seq2seq-transformer.data-dir=" D5_BINARY_DIR "/test-data/number-words"},
+        "seq2seq-transformer.data-dir=" D5_BINARY_DIR "/test-data/number-words",
+        "seq2seq-to-numerals.data-dir=" D5_BINARY_DIR "/test-data/number-words"},
        false,
        {"torch"}},
       // The clips spoken once per build tree, as the speech twins'.
