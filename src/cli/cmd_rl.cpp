@@ -43,15 +43,7 @@ nlohmann::json thinned_curve(const std::vector<RlProgress>& curve, int64_t point
   return out;
 }
 
-// The median over seeds where a seed that never reached the target counts as infinitely slow:
-// defined only while more than half of the seeds reached it.
-nlohmann::json median_with_failures(std::vector<double> reached, size_t seeds) {
-  if (2 * reached.size() <= seeds) return nullptr;
-  reached.resize(seeds, std::numeric_limits<double>::infinity());
-  std::sort(reached.begin(), reached.end());
-  const size_t n = reached.size();
-  return n % 2 ? reached[n / 2] : 0.5 * (reached[n / 2 - 1] + reached[n / 2]);
-}
+nlohmann::json or_null(std::optional<double> v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
 
 CaseResult agent_case(const RlOpts& o, const std::string& agent, const std::string& backend) {
   CaseResult c;
@@ -105,8 +97,8 @@ CaseResult agent_case(const RlOpts& o, const std::string& agent, const std::stri
   c.extra = {{"target", target_text},
              {"seeds", n},
              {"success_rate", success},
-             {"time_to_target", median_with_failures(time_to, n)},
-             {"env_steps_to_target", median_with_failures(steps_to, n)},
+             {"time_to_target", or_null(median_counting_failures(time_to, n))},
+             {"env_steps_to_target", or_null(median_counting_failures(steps_to, n))},
              {"runs", runs}};
   c.detail = fmt::format("{} of {} seeds reached the target", steps_to.size(), n);
   if (!steps_to.empty()) {

@@ -87,8 +87,10 @@ int run_recipe_command(const RunOpts& o, const GlobalOptions& g) {
   ro.nodes = o.nodes;
   const ExecutedRecipe done = execute_recipe(recipe, o.sets, g, ro, o.out.format != "json");
   const bool require_valid = o.require_valid || recipe.require_valid;
-  emit_text(format_recipe_run(done.run, recipe, require_valid) + fmt::format("summary: {}\n", done.summary_path),
-            to_json(done.summary), o.out);
+  std::string text = format_recipe_run(done.run, recipe, require_valid);
+  if (!done.solutions.empty())
+    text += format_time_to_solution(done.solutions) + fmt::format("distributions: {}\n", done.solutions_path);
+  emit_text(text + fmt::format("summary: {}\n", done.summary_path), to_json(done.summary), o.out);
   return done.run.passed && (done.run.valid || !require_valid) ? kExitOk : kExitFailed;
 }
 
@@ -130,6 +132,12 @@ ExecutedRecipe execute_recipe(const Recipe& recipe, const std::vector<std::strin
   out.summary = recipe_run_results(out.run, recipe, sets, make_manifest(settings_from(g)));
   out.summary.manifest["extra"]["run"]["energy"] =
       options.energy_domains.empty() ? "unavailable: " + no_energy : "RAPL package domains around each run";
+  out.solutions = solution_groups(out.run);
+  if (!out.solutions.empty()) {
+    out.solutions_path = (fs::path(options.results_dir) / "solutions.json").string();
+    write_results(out.solutions_path, time_to_solution_results(out.solutions, out.summary.manifest));
+    out.summary.manifest["extra"]["run"]["time_to_solution"] = "solutions.json";
+  }
   out.summary_path = (fs::path(options.results_dir) / "run.json").string();
   write_results(out.summary_path, out.summary);
   return out;

@@ -7,6 +7,7 @@
 #include "cli_common.h"
 #include "deep500/experiment/recipe.h"
 #include "deep500/experiment/recipe_run.h"
+#include "deep500/experiment/time_to_solution.h"
 
 namespace d5::cli {
 
@@ -14,6 +15,8 @@ struct ExecutedRecipe {
   RecipeRun run;
   Results summary;  // run.json's content
   std::string summary_path;
+  std::vector<SolutionGroup> solutions;  // training entries run with several seeds
+  std::string solutions_path;            // solutions.json, when there are any
 };
 
 ExecutedRecipe execute_recipe(const Recipe& recipe, const std::vector<std::string>& sets, const GlobalOptions& g,

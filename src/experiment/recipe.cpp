@@ -110,6 +110,13 @@ std::vector<Override> parse_overrides(const std::vector<std::string>& items) {
   return out;
 }
 
+std::vector<uint64_t> SeedPlan::seeds(uint64_t default_seed) const {
+  if (!list.empty()) return list;
+  std::vector<uint64_t> out;
+  for (int64_t i = 0; i < std::max<int64_t>(count, 1); ++i) out.push_back(default_seed + static_cast<uint64_t>(i));
+  return out;
+}
+
 std::vector<PlannedRun> plan_runs(const Recipe& recipe, const std::vector<Override>& overrides, uint64_t default_seed) {
   std::vector<RecipeEntry> entries = recipe.entries;
   for (const auto& o : overrides) {
@@ -133,6 +140,12 @@ std::vector<PlannedRun> plan_runs(const Recipe& recipe, const std::vector<Overri
       } else if (e.mutable_params.contains(o.key)) {
         e.mutable_params[o.key] = parse_override_value(o.value);
         applied = true;
+      } else if (o.key == "seeds") {  // how many times the entry runs, when its command has no 'seeds' of its own
+        const auto n = parse_int(o.value);
+        D5_CHECK_ARG(n && *n >= 1, "--set seeds={}: give a count of at least 1 (the seeds are --seed and those after it)",
+                     o.value);
+        e.seeds = SeedPlan{{}, *n};
+        applied = true;
       }
     }
     if (!applied) {
@@ -150,10 +163,10 @@ std::vector<PlannedRun> plan_runs(const Recipe& recipe, const std::vector<Overri
     }
   }
 
-  const std::vector<uint64_t> seeds = recipe.seeds.empty() ? std::vector<uint64_t>{default_seed} : recipe.seeds;
   std::vector<PlannedRun> runs;
   for (size_t ei = 0; ei < entries.size(); ++ei) {
     const RecipeEntry& e = entries[ei];
+    const std::vector<uint64_t> seeds = (e.seeds.given() ? e.seeds : recipe.seeds).seeds(default_seed);
     // Grid points in recipe order, the last option varying fastest.
     std::vector<Params> points{Params::object()};
     for (const auto& [k, values] : e.grid.items()) {
@@ -178,6 +191,7 @@ std::vector<PlannedRun> plan_runs(const Recipe& recipe, const std::vector<Overri
           run.params[k] = v;
           label.push_back(k + "=" + arg_text(v));
         }
+        run.point = fmt::format("{}", fmt::join(label, " "));
         if (seeds.size() > 1) label.push_back(fmt::format("seed={}", seed));
         run.label = fmt::format("{}", fmt::join(label, " "));
         run.id = file_safe(label.empty() ? e.name : fmt::format("{}-{}", e.name, fmt::join(label, "-")));

@@ -17,7 +17,9 @@ namespace {
 const std::set<std::string> kRecipeKeys = {"recipe", "description", "division", "seeds", "require_valid",
                                            "fixed",  "mutable",     "grid",     "entries", "criteria",
                                            "score"};
-const std::set<std::string> kEntryKeys = {"name", "command", "positional", "after", "fixed", "mutable", "grid", "criteria"};
+const std::set<std::string> kEntryKeys = {"name",    "command", "positional", "after",
+                                          "fixed",   "mutable", "grid",       "criteria",
+                                          "seeds"};
 
 std::string where(const YAML::Node& n) {
   return n.Mark().is_null() ? "" : fmt::format(" (line {})", n.Mark().line + 1);
@@ -119,6 +121,29 @@ void check_division(const Recipe& r, const RecipeEntry& e) {
   }
 }
 
+// `seeds: [1, 2, 3]` or `seeds: 5` (five seeds from d5's --seed on).
+SeedPlan seed_plan(const YAML::Node& n, const std::string& what) {
+  SeedPlan plan;
+  if (!n) return plan;
+  if (n.IsScalar()) {
+    const auto v = parse_int(n.Scalar());
+    if (!v || *v < 1)
+      D5_THROW(FormatError, "{}{}: 'seeds' must be a count of at least 1 or a list of integers, e.g. 5 or [1, 2, 3]",
+               what, where(n));
+    plan.count = *v;
+    return plan;
+  }
+  if (!n.IsSequence())
+    D5_THROW(FormatError, "{}{}: 'seeds' must be a count or a list of integers, e.g. 5 or [1, 2, 3]", what, where(n));
+  for (const auto& s : n) {
+    const auto v = s.IsScalar() ? parse_int(s.Scalar()) : std::nullopt;
+    if (!v || *v < 0)
+      D5_THROW(FormatError, "{}{}: seed '{}' is not a non-negative integer", what, where(s), s.IsScalar() ? s.Scalar() : "");
+    plan.list.push_back(static_cast<uint64_t>(*v));
+  }
+  return plan;
+}
+
 RecipeEntry parse_entry(const YAML::Node& n, const Recipe& r, const Params& fixed, const Params& mut,
                         const Params& grid, size_t index) {
   const std::string what = fmt::format("recipe '{}', entry {}", r.name, index + 1);
@@ -142,6 +167,7 @@ RecipeEntry parse_entry(const YAML::Node& n, const Recipe& r, const Params& fixe
   merge(e.mutable_params, mut);
   merge(e.grid, grid);
   e.criteria = criteria(n["criteria"], ew + ".criteria");
+  e.seeds = seed_plan(n["seeds"], ew);
   for (const auto& p : e.positional)
     if (!in(e.fixed, p) && !in(e.mutable_params, p) && !in(e.grid, p))
       D5_THROW(FormatError, "{}: positional option '{}' has no value in fixed, mutable or grid", ew, p);
@@ -151,12 +177,12 @@ RecipeEntry parse_entry(const YAML::Node& n, const Recipe& r, const Params& fixe
   return e;
 }
 
-// score: {quantity: time_to_target, better: lower, entry: lenet5-tta}
+// score: {quantity: time_to_target, better: lower, entry: lenet5-tta, over_runs: olympic}
 RecipeScore parse_score(const YAML::Node& n, const Recipe& r) {
   const std::string what = "recipe " + r.source + ": score";
   if (!n.IsMap())
     D5_THROW(FormatError, "{}{}: expected a map like {{quantity: time_to_target, better: lower}}", what, where(n));
-  check_keys(n, {"quantity", "better", "entry"}, what);
+  check_keys(n, {"quantity", "better", "entry", "over_runs"}, what);
   RecipeScore s;
   s.declared = true;
   if (!n["quantity"]) D5_THROW(FormatError, "{}{}: 'quantity' is missing", what, where(n));
@@ -166,6 +192,13 @@ RecipeScore parse_score(const YAML::Node& n, const Recipe& r) {
   if (better != "lower" && better != "higher")
     D5_THROW(FormatError, "{}{}: 'better' must be 'lower' or 'higher' (which way the ranking goes)", what, where(n));
   s.lower_is_better = better == "lower";
+  if (n["over_runs"]) {
+    const std::string over = n["over_runs"].as<std::string>();
+    if (over != "median" && over != "olympic")
+      D5_THROW(FormatError, "{}{}: 'over_runs' must be 'median' or 'olympic' (MLPerf's: the mean without the best and "
+               "the worst run)", what, where(n["over_runs"]));
+    s.olympic = over == "olympic";
+  }
   if (n["entry"]) {
     s.entry = n["entry"].as<std::string>();
     const bool known = std::any_of(r.entries.begin(), r.entries.end(), [&](const auto& e) { return e.name == s.entry; });
@@ -199,15 +232,7 @@ Recipe parse_recipe(const std::string& yaml_text, const std::string& source) {
       r.division = d == "closed" ? Division::Closed : Division::Open;
     }
     if (root["require_valid"]) r.require_valid = root["require_valid"].as<bool>();
-    if (root["seeds"]) {
-      if (!root["seeds"].IsSequence())
-        D5_THROW(FormatError, "recipe {}: 'seeds' must be a list of integers, e.g. [1, 2, 3]", source);
-      for (const auto& s : root["seeds"]) {
-        const auto v = parse_int(s.Scalar());
-        if (!v || *v < 0) D5_THROW(FormatError, "recipe {}: seed '{}' is not a non-negative integer", source, s.Scalar());
-        r.seeds.push_back(static_cast<uint64_t>(*v));
-      }
-    }
+    r.seeds = seed_plan(root["seeds"], "recipe " + source);
     const Params fixed = params(root["fixed"], "fixed", false);
     const Params mut = params(root["mutable"], "mutable", false);
     const Params grid = params(root["grid"], "grid", true);

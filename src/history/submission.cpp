@@ -219,6 +219,7 @@ void score_submission(const Recipe& recipe, const Results& summary, const std::s
     return;
   }
   std::vector<double> values;
+  size_t runs = 0;
   for (const auto& c : summary.cases) {
     const std::string entry = c.extra.value("entry", std::string()), id = c.extra.value("id", std::string());
     if (!sc.entry.empty() && entry != sc.entry) continue;
@@ -238,14 +239,30 @@ void score_submission(const Recipe& recipe, const Results& summary, const std::s
         // An unreadable result file is a problem check_bundle reports; here it only has no value.
       }
     }
-    if (!v) {
+    if (!v && !sc.olympic) {
       s.score_detail = fmt::format("run {} has no value of {}", id, sc.quantity);
       return;
     }
-    values.push_back(*v);
+    if (v) values.push_back(*v);
+    ++runs;
   }
-  if (values.empty()) {
+  if (runs == 0) {
     s.score_detail = fmt::format("no run of entry '{}'", sc.entry);
+    return;
+  }
+  if (sc.olympic) {
+    // olympic_mean counts a run without a value as the slowest: negated, a higher-is-better
+    // quantity's worst run is the slowest too.
+    const double sign = sc.lower_is_better ? 1 : -1;
+    for (double& x : values) x *= sign;
+    std::string why;
+    const std::optional<double> o = olympic_mean(values, runs, &why);
+    if (!o) {
+      s.score_detail = "no olympic score: " + why;
+      return;
+    }
+    s.score = sign * *o;
+    s.score_detail = fmt::format("olympic mean of {} runs (the best and the worst dropped)", runs);
     return;
   }
   s.score = summarize(values).median;

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstddef>
 #include <numbers>
 #include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "deep500/core/error.h"
 
@@ -384,6 +387,33 @@ double binomial_half_cdf(int64_t k, int64_t n) {
     if (term < sum * 1e-20) break;  // the remaining terms cannot change the double result
   }
   return sum;
+}
+
+std::optional<double> median_counting_failures(std::vector<double> reached, size_t runs) {
+  D5_CHECK_ARG(reached.size() <= runs, "{} runs reached the target out of only {}", reached.size(), runs);
+  if (2 * reached.size() <= runs) return std::nullopt;
+  reached.resize(runs, std::numeric_limits<double>::infinity());
+  std::sort(reached.begin(), reached.end());
+  const size_t n = reached.size();
+  return n % 2 ? reached[n / 2] : 0.5 * (reached[n / 2 - 1] + reached[n / 2]);
+}
+
+std::optional<double> olympic_mean(std::vector<double> reached, size_t runs, std::string* why) {
+  D5_CHECK_ARG(reached.size() <= runs, "{} runs reached the target out of only {}", reached.size(), runs);
+  auto refuse = [&](std::string reason) -> std::optional<double> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  if (runs < 3) return refuse(fmt::format("needs at least 3 runs to drop the fastest and the slowest, has {}", runs));
+  const size_t failed = runs - reached.size();
+  if (failed > 1)
+    return refuse(fmt::format("{} of {} runs did not reach the target; the score drops only one", failed, runs));
+  std::sort(reached.begin(), reached.end());
+  reached.erase(reached.begin());              // the fastest
+  if (failed == 0) reached.pop_back();         // the slowest, unless the failed run was it
+  double sum = 0;
+  for (double v : reached) sum += v;
+  return sum / static_cast<double>(reached.size());
 }
 
 }  // namespace d5

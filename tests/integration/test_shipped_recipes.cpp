@@ -49,7 +49,7 @@ const std::vector<SmallRun>& small_runs() {
        true,
        {}},
       {"distributed-schemes", {"ranks=2", "steps=4", "data-dir=" + kMnist}, true, {"mpi"}},
-      {"mnist-lenet-tta", {"epochs=1", "data-dir=" + kMnist}, false, {"torch"}},
+      {"mnist-lenet-tta", {"epochs=1", "seeds=2", "data-dir=" + kMnist}, false, {"torch"}},
       {"optimizers-compare", {"epochs=1", "data-dir=" + kMnist}, false, {"torch"}},
       {"cifar10-resnet20", {"epochs=1", "batch=32"}, false, {"torch"}, true},
       {"rl", {"seeds=1", "max-env-steps=2000"}, false, {}},

@@ -21,6 +21,15 @@ const char* to_string(Division d);
 
 using Params = nlohmann::ordered_json;  // option name -> scalar or list, in recipe order
 
+// Which seeds a run is repeated with: a list, or a count N (d5's --seed and the N - 1 after it).
+// Neither: d5's --seed alone.
+struct SeedPlan {
+  std::vector<uint64_t> list;
+  int64_t count = 0;
+  bool given() const { return !list.empty() || count > 0; }
+  std::vector<uint64_t> seeds(uint64_t default_seed) const;
+};
+
 struct RecipeEntry {
   std::string name;
   std::vector<std::string> command;     // the subcommand words: {"ops", "bench"}
@@ -32,15 +41,19 @@ struct RecipeEntry {
   Params mutable_params = Params::object();
   Params grid = Params::object();  // option -> list of values; every combination runs
   std::vector<Criterion> criteria;
+  SeedPlan seeds;  // given: replaces the recipe's seeds for this entry
 };
 
 // What a ranked list of the recipe's submissions orders by (docs/recipes.md#score). A quantity as
 // criteria name it: per run the worst value over its cases (as criteria take it), over runs the
-// median. The default is the whole recipe's wall time.
+// median or the olympic mean. The default is the whole recipe's wall time.
 struct RecipeScore {
   std::string quantity = "wall_time";
   bool lower_is_better = true;
   std::string entry;  // only this entry's runs; empty: every run
+  // Over runs: the median, or MLPerf's olympic mean (the best and the worst run dropped; at least
+  // three runs, at most one without a value, which is the worst).
+  bool olympic = false;
   bool declared = false;  // false: the default, the recipe named no score
 };
 
@@ -49,7 +62,7 @@ struct Recipe {
   std::string source;  // path or "<text>"
   std::string text;    // the YAML as read, recorded in the results
   Division division = Division::Closed;
-  std::vector<uint64_t> seeds;  // empty: the global --seed
+  SeedPlan seeds;
   bool require_valid = false;   // INVALID runs fail the recipe
   std::vector<RecipeEntry> entries;
   std::vector<Criterion> criteria;  // over the whole recipe (wall_time)
@@ -77,6 +90,7 @@ struct PlannedRun {
   size_t entry = 0;   // index into Recipe::entries
   std::string id;     // unique, file-name safe: "train-backend=onednn-seed=1"
   std::string label;  // the grid point and seed: "backend=onednn seed=1"
+  std::string point;  // the grid point alone: "backend=onednn"; runs of one point differ in their seed
   Params params;      // every option with its value for this run
   uint64_t seed = 0;
   std::vector<std::string> args;  // d5's arguments (no program name, no output options)

@@ -52,6 +52,15 @@ struct Summary {
 // Throws InvalidArgument on an empty span or on NaN samples.
 Summary summarize(std::span<const double> samples);
 
+// Times to a target over `runs` repetitions (seeds), of which only `reached` got there.
+// The median counting a run that never reached the target as infinitely slow: defined only while
+// more than half reached it.
+std::optional<double> median_counting_failures(std::vector<double> reached, size_t runs);
+// MLPerf training's olympic score: the mean after dropping the fastest and the slowest run, a run
+// that never reached the target being the slowest. Defined for at least three runs of which at
+// most one failed; otherwise nullopt and `why` says which rule it broke.
+std::optional<double> olympic_mean(std::vector<double> reached, size_t runs, std::string* why = nullptr);
+
 // Two-sided Mann-Whitney U test (Wilcoxon rank-sum) of x against y.
 // u_x counts pairs with x > y (ties count 1/2); u_y = n_x*n_y - u_x.
 // Exact p-value (the permutation distribution of U) when there are no ties and

@@ -225,7 +225,7 @@ TEST(Recipe, MalformedRecipesNameWhatIsWrong) {
             std::string::npos);
   EXPECT_NE(message("recipe: x\nentries:\n  - command: net\n    criteria: [\"speed is good\"]\n").find("criterion"),
             std::string::npos);
-  EXPECT_NE(message("recipe: x\nseeds: 5\nentries:\n  - command: net\n").find("'seeds' must be a list"),
+  EXPECT_NE(message("recipe: x\nseeds: five\nentries:\n  - command: net\n").find("'seeds' must be a count"),
             std::string::npos);
   EXPECT_NE(message("recipe: [unclosed\n").find("not valid YAML"), std::string::npos);
   EXPECT_NE(message("recipe: x\ndivision: half\nentries:\n  - command: net\n").find("division 'half'"),
