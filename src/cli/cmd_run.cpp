@@ -129,10 +129,12 @@ ExecutedRecipe execute_recipe(const Recipe& recipe, const std::vector<std::strin
     return run_process(exe, args, log);
   });
   progress.finish();
+  // Before run.json: a run that converged implausibly fast against the recipe's reference is INVALID.
+  out.solutions = solution_groups(out.run);
+  check_against_references(recipe, out.solutions, out.run);
   out.summary = recipe_run_results(out.run, recipe, sets, make_manifest(settings_from(g)));
   out.summary.manifest["extra"]["run"]["energy"] =
       options.energy_domains.empty() ? "unavailable: " + no_energy : "RAPL package domains around each run";
-  out.solutions = solution_groups(out.run);
   if (!out.solutions.empty()) {
     out.solutions_path = (fs::path(options.results_dir) / "solutions.json").string();
     write_results(out.solutions_path, time_to_solution_results(out.solutions, out.summary.manifest));

@@ -19,7 +19,7 @@ const std::set<std::string> kRecipeKeys = {"recipe", "description", "division", 
                                            "score"};
 const std::set<std::string> kEntryKeys = {"name",    "command", "positional", "after",
                                           "fixed",   "mutable", "grid",       "criteria",
-                                          "seeds"};
+                                          "seeds",   "reference_steps_to_target", "reference_for"};
 
 std::string where(const YAML::Node& n) {
   return n.Mark().is_null() ? "" : fmt::format(" (line {})", n.Mark().line + 1);
@@ -168,6 +168,22 @@ RecipeEntry parse_entry(const YAML::Node& n, const Recipe& r, const Params& fixe
   merge(e.grid, grid);
   e.criteria = criteria(n["criteria"], ew + ".criteria");
   e.seeds = seed_plan(n["seeds"], ew);
+  if (const YAML::Node ref = n["reference_steps_to_target"]) {
+    if (!ref.IsSequence() || ref.size() == 0)
+      D5_THROW(FormatError, "{}{}: 'reference_steps_to_target' must be a list of the steps reference runs took, e.g. "
+               "[375, 500, 500]", ew, where(ref));
+    for (const auto& v : ref) {
+      const auto x = v.IsScalar() ? parse_double(v.Scalar()) : std::nullopt;
+      if (!x || !(*x > 0))
+        D5_THROW(FormatError, "{}{}: reference step count '{}' is not a positive number", ew, where(v),
+                 v.IsScalar() ? v.Scalar() : "");
+      e.reference_steps_to_target.push_back(*x);
+    }
+  }
+  e.reference_for = params(n["reference_for"], ew + ".reference_for", false);
+  if (!e.reference_for.empty() && e.reference_steps_to_target.empty())
+    D5_THROW(FormatError, "{}: 'reference_for' says what the reference runs used, but there is no "
+             "'reference_steps_to_target'", ew);
   for (const auto& p : e.positional)
     if (!in(e.fixed, p) && !in(e.mutable_params, p) && !in(e.grid, p))
       D5_THROW(FormatError, "{}: positional option '{}' has no value in fixed, mutable or grid", ew, p);

@@ -1,5 +1,6 @@
 #include "deep500/experiment/time_to_solution.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -77,6 +78,21 @@ std::string median_text(const std::vector<double>& v, size_t seeds, const char* 
   return t;
 }
 
+// "" when the group's runs used the options the reference was measured with; else which differ.
+std::string differs_from_reference(const RecipeEntry& e, const RecipeRun& run, const SolutionGroup& g) {
+  for (const auto& r : run.runs) {
+    if (r.entry != g.entry || r.run.point != g.point) continue;
+    for (const auto& [k, v] : e.reference_for.items()) {
+      const bool same = r.run.params.contains(k) && r.run.params[k] == v;
+      if (!same)
+        return fmt::format("{}={} where the reference used {}", k, r.run.params.contains(k) ? r.run.params[k].dump() : "(unset)",
+                           v.dump());
+    }
+    return "";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::vector<SolutionGroup> solution_groups(const RecipeRun& run) {
@@ -86,7 +102,7 @@ std::vector<SolutionGroup> solution_groups(const RecipeRun& run) {
     auto g = std::find_if(groups.begin(), groups.end(),
                           [&](const SolutionGroup& x) { return x.entry == r.entry && x.point == r.run.point; });
     if (g == groups.end()) {
-      groups.push_back({r.entry, r.run.point, "", {}});
+      groups.push_back({r.entry, r.run.point, "", {}, std::nullopt});
       has_target.push_back(false);
       g = groups.end() - 1;
     }
@@ -102,6 +118,40 @@ std::vector<SolutionGroup> solution_groups(const RecipeRun& run) {
   for (size_t i = 0; i < groups.size(); ++i)
     if (has_target[i] && groups[i].seeds.size() >= 2) out.push_back(std::move(groups[i]));
   return out;
+}
+
+void check_against_references(const Recipe& recipe, std::vector<SolutionGroup>& groups, RecipeRun& run) {
+  for (auto& g : groups) {
+    const auto e = std::find_if(recipe.entries.begin(), recipe.entries.end(),
+                                [&](const RecipeEntry& x) { return x.name == g.entry; });
+    if (e == recipe.entries.end() || e->reference_steps_to_target.empty()) continue;
+    ReferenceCheck c;
+    c.reference = e->reference_steps_to_target;
+    c.reference_median = summarize(c.reference).median;
+    const Distribution d = reached_samples(g);
+    const std::string differs = differs_from_reference(*e, run, g);
+    if (!differs.empty()) {
+      c.detail = "not checked against the reference: " + differs;
+    } else if (d.steps.empty()) {
+      c.detail = "no seed reached the target: nothing to check against the reference";
+    } else {
+      c.median = summarize(d.steps).median;
+      c.p_value = mann_whitney_u(d.steps, c.reference).p_value;
+      c.flagged = c.p_value < 0.05 && c.median < c.reference_median;
+      c.detail = fmt::format("median {:.0f} steps to the target against the reference's {:.0f} (Mann-Whitney p = {:.3g}, "
+                             "{} seeds, {} reference runs){}",
+                             c.median, c.reference_median, c.p_value, d.steps.size(), c.reference.size(),
+                             c.flagged ? ": converges implausibly fast" : "");
+    }
+    if (c.flagged)
+      for (auto& r : run.runs)
+        if (r.entry == g.entry && r.run.point == g.point) {
+          r.invalid_reasons.push_back(fmt::format("{}: {}", group_name(g), c.detail));
+          r.valid = false;
+        }
+    g.reference = std::move(c);
+  }
+  run.valid = std::all_of(run.runs.begin(), run.runs.end(), [](const RunRecord& r) { return r.valid; });
 }
 
 Results time_to_solution_results(const std::vector<SolutionGroup>& groups, const nlohmann::json& manifest) {
@@ -155,6 +205,17 @@ Results time_to_solution_results(const std::vector<SolutionGroup>& groups, const
     c.state = d.times.size() == n ? CaseState::Passed : CaseState::Failed;
     c.detail = fmt::format("{} of {} seeds reached {}; time to it {}", d.times.size(), n, g.target,
                            median_text(d.times, n, " s", 1));
+    if (g.reference) {
+      c.extra["reference"] = {{"steps_to_target", g.reference->reference},
+                              {"median", g.reference->reference_median},
+                              {"p_value", g.reference->p_value},
+                              {"flagged", g.reference->flagged},
+                              {"detail", g.reference->detail}};
+      if (g.reference->flagged) {
+        c.state = CaseState::Mistrusted;
+        c.detail += "; " + g.reference->detail;
+      }
+    }
     res.cases.push_back(std::move(c));
   }
   return res;
@@ -173,6 +234,8 @@ std::string format_time_to_solution(const std::vector<SolutionGroup>& groups) {
     s << fmt::format("    steps to target  {}\n", median_text(d.steps, n, "", 0));
     s << (olympic ? fmt::format("    olympic score    {:.1f} s\n", *olympic)
                   : fmt::format("    olympic score    none: {}\n", why));
+    if (g.reference)
+      s << fmt::format("    {:<16} {}\n", g.reference->flagged ? "FLAGGED" : "reference", g.reference->detail);
   }
   return s.str();
 }

@@ -12,6 +12,7 @@
 #include "core/sysfs_parse.h"
 #include "deep500/core/error.h"
 #include "deep500/experiment/recipe_run.h"
+#include "deep500/experiment/time_to_solution.h"
 #include "deep500/metrics/statistics.h"
 
 namespace d5 {
@@ -123,8 +124,13 @@ std::optional<Plan> plan_from_manifest(const json& m, const std::string& publish
 }
 
 // One run of the bundle: its result file present, made by the planned command, judged as recorded.
+struct JudgedRun {
+  const CaseResult* recorded;
+  RunRecord now;
+};
+
 void check_run(const Plan& plan, const PlannedRun& planned, const CaseResult& c, const fs::path& dir,
-               BundleCheck& out, std::vector<std::string>& backends) {
+               BundleCheck& out, std::vector<std::string>& backends, std::vector<JudgedRun>& judged) {
   auto& problems = out.problems;
   const std::string id = c.extra.value("id", std::string());
   if (id != planned.id) {
@@ -171,13 +177,30 @@ void check_run(const Plan& plan, const PlannedRun& planned, const CaseResult& c,
     if (!rc.backend.empty() && std::find(backends.begin(), backends.end(), rc.backend) == backends.end())
       backends.push_back(rc.backend);
   judge_run(plan.recipe, dir.string(), r);
-  compare_judgement(c.extra, r, id, problems);
-  const bool recorded_pass = c.state == CaseState::Passed;
-  if (recorded_pass != r.passed)
-    problems.push_back(fmt::format("run {}: run.json says {}, its criteria {}", id, recorded_pass ? "PASSED" : "FAILED",
-                                   r.passed ? "pass" : "fail"));
-  if (!r.valid) out.submission.invalid_reasons.insert(out.submission.invalid_reasons.end(), r.invalid_reasons.begin(),
-                                                      r.invalid_reasons.end());
+  judged.push_back({&c, std::move(r)});
+}
+
+// The judged runs against run.json's record, once the runs of each grid point were checked
+// against the recipe's reference steps to the target, as d5 run checked them.
+void compare_judgements(const Plan& plan, const fs::path& dir, std::vector<JudgedRun>& judged, BundleCheck& out) {
+  RecipeRun now;
+  now.results_dir = dir.string();
+  for (const auto& j : judged) now.runs.push_back(j.now);
+  std::vector<SolutionGroup> groups = solution_groups(now);
+  check_against_references(plan.recipe, groups, now);
+  for (size_t i = 0; i < judged.size(); ++i) {
+    const CaseResult& c = *judged[i].recorded;
+    const RunRecord& r = now.runs[i];
+    const std::string id = c.extra.value("id", std::string());
+    compare_judgement(c.extra, r, id, out.problems);
+    const bool recorded_pass = c.state == CaseState::Passed;
+    if (recorded_pass != r.passed)
+      out.problems.push_back(fmt::format("run {}: run.json says {}, its criteria {}", id,
+                                         recorded_pass ? "PASSED" : "FAILED", r.passed ? "pass" : "fail"));
+    if (!r.valid)
+      out.submission.invalid_reasons.insert(out.submission.invalid_reasons.end(), r.invalid_reasons.begin(),
+                                            r.invalid_reasons.end());
+  }
 }
 
 // The unit of a score that is a metric (its median or a statistic of its samples, except the
@@ -283,7 +306,10 @@ void check_summary(const Results& sum, const fs::path& dir, const std::string& p
   }
   std::vector<std::string> backends;
   const size_t problems_before = out.problems.size();
-  for (size_t i = 0; i < plan->runs.size(); ++i) check_run(*plan, plan->runs[i], sum.cases[i], dir, out, backends);
+  std::vector<JudgedRun> judged;
+  for (size_t i = 0; i < plan->runs.size(); ++i)
+    check_run(*plan, plan->runs[i], sum.cases[i], dir, out, backends, judged);
+  compare_judgements(*plan, dir, judged, out);
   if (out.problems.size() == problems_before)
     out.checks.push_back(fmt::format("runs: {} result file(s) present, written by the planned commands, judged as "
                                      "run.json records",

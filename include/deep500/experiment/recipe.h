@@ -42,6 +42,12 @@ struct RecipeEntry {
   Params grid = Params::object();  // option -> list of values; every combination runs
   std::vector<Criterion> criteria;
   SeedPlan seeds;  // given: replaces the recipe's seeds for this entry
+  // Steps to the target of reference runs (reference convergence points, after MLPerf's RCPs):
+  // runs that converge significantly faster are flagged (time_to_solution.h).
+  std::vector<double> reference_steps_to_target;
+  // The options the reference was measured with (batch, lr, ...): runs with other values are not
+  // checked against it. Empty: every run is.
+  Params reference_for = Params::object();
 };
 
 // What a ranked list of the recipe's submissions orders by (docs/recipes.md#score). A quantity as

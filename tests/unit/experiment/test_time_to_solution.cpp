@@ -182,6 +182,82 @@ TEST(TimeToSolution, GroupsRunsByEntryAndGridPointAndReadsEachSeedsOutcome) {
   EXPECT_NE(text.find("median 20.0 s over the 3 that reached it"), std::string::npos) << text;
 }
 
+// Reference convergence points: six seeds that need a fifth of the reference's steps are flagged,
+// their runs made INVALID with the reason; six seeds like the reference's are not.
+TEST(TimeToSolution, RunsConvergingImplausiblyFastAgainstTheReferenceAreFlagged) {
+  const Recipe recipe = parse_recipe(R"(
+recipe: r
+entries:
+  - name: tta
+    command: train
+    fixed: {model: lenet5, dataset: mnist, target-accuracy: 0.9}
+    seeds: 6
+    reference_steps_to_target: [500, 500, 625, 625, 750, 750]
+)");
+  auto make = [](const std::vector<int64_t>& steps, RecipeRun& run, int batch = 64) {
+    SolutionGroup g;
+    g.entry = "tta";
+    g.target = "accuracy>=0.9";
+    for (size_t i = 0; i < steps.size(); ++i) {
+      g.seeds.push_back({i, "tta-" + std::to_string(i), true, 1.0, steps[i], ""});
+      RunRecord r;
+      r.entry = "tta";
+      r.run.params["batch"] = batch;
+      r.valid = true;
+      run.runs.push_back(r);
+    }
+    run.valid = true;
+    return std::vector<SolutionGroup>{g};
+  };
+  RecipeRun fast;
+  auto groups = make({100, 125, 125, 150, 125, 100}, fast);
+  check_against_references(recipe, groups, fast);
+  ASSERT_TRUE(groups[0].reference.has_value());
+  EXPECT_TRUE(groups[0].reference->flagged);
+  EXPECT_EQ(groups[0].reference->reference_median, 625);
+  EXPECT_EQ(groups[0].reference->median, 125);
+  EXPECT_LT(groups[0].reference->p_value, 0.01);
+  EXPECT_FALSE(fast.valid);
+  ASSERT_EQ(fast.runs[0].invalid_reasons.size(), 1u);
+  EXPECT_NE(fast.runs[0].invalid_reasons[0].find("converges implausibly fast"), std::string::npos);
+  const Results res = time_to_solution_results(groups, {});
+  EXPECT_EQ(res.cases[0].state, CaseState::Mistrusted);
+  EXPECT_EQ(res.cases[0].extra["reference"]["flagged"], true);
+  EXPECT_NE(format_time_to_solution(groups).find("FLAGGED"), std::string::npos);
+
+  RecipeRun usual;
+  groups = make({500, 625, 500, 750, 625, 625}, usual);
+  check_against_references(recipe, groups, usual);
+  EXPECT_FALSE(groups[0].reference->flagged);
+  EXPECT_GT(groups[0].reference->p_value, 0.05);
+  EXPECT_TRUE(usual.valid);
+  EXPECT_EQ(time_to_solution_results(groups, {}).cases[0].state, CaseState::Passed);
+
+  EXPECT_THROW(parse_recipe("recipe: r\nentries:\n  - command: train\n    reference_steps_to_target: [10, x]\n"),
+               FormatError);
+
+  // A reference measured at batch 64 says nothing about batch 128, which takes fewer steps.
+  const Recipe at64 = parse_recipe(R"(
+recipe: r
+entries:
+  - name: tta
+    command: train
+    mutable: {batch: 64}
+    reference_steps_to_target: [500, 500, 625, 625, 750, 750]
+    reference_for: {batch: 64}
+)");
+  RecipeRun bigger;
+  groups = make({100, 125, 125, 150, 125, 100}, bigger, 128);
+  check_against_references(at64, groups, bigger);
+  EXPECT_FALSE(groups[0].reference->flagged);
+  EXPECT_EQ(groups[0].reference->detail, "not checked against the reference: batch=128 where the reference used 64");
+  EXPECT_TRUE(bigger.valid);
+  RecipeRun same;
+  groups = make({100, 125, 125, 150, 125, 100}, same, 64);
+  check_against_references(at64, groups, same);
+  EXPECT_TRUE(groups[0].reference->flagged);
+}
+
 // The cases carry every seed's time, so two grid points (or two recipe runs) compare as
 // distributions: lr=0.2's times are twice lr=0.1's.
 TEST(TimeToSolution, TwoDistributionsCompareWithMannWhitney) {
