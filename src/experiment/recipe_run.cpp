@@ -86,10 +86,19 @@ void judge_run(const Recipe& recipe, const std::string& results_dir, RunRecord& 
   const int code = r.process.exit_code;
   Results results;
   bool have = false;
+  std::string unreadable;
   if ((code == 0 || code == 1 || code == 3) && fs::exists(path)) {
-    results = read_results(path);
-    have = true;
-  } else {
+    try {
+      results = read_results(path);
+      have = true;
+    } catch (const Error& e) {  // a run that wrote garbage is judged, not a crash of the whole recipe
+      unreadable = e.what();
+    }
+  }
+  if (!unreadable.empty()) {
+    r.invalid_reasons.push_back(fmt::format("{} wrote an unreadable result file {}: {}", command_text(recipe, r),
+                                            r.result_file, unreadable));
+  } else if (!have) {
     r.invalid_reasons.push_back(
         r.process.signal != 0
             ? fmt::format("{} was killed by signal {} (log: {})", command_text(recipe, r), r.process.signal, r.log_file)

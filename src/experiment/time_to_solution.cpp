@@ -28,12 +28,19 @@ std::string read_outcome(const RecipeRun& run, const RunRecord& r, SeedOutcome& 
   o.seed = r.run.seed;
   o.run_id = r.run.id;
   const fs::path file = fs::path(run.results_dir) / r.result_file;
-  if (!fs::exists(file)) {
+  const int code = r.process.exit_code;  // the codes judge_run reads results of
+  if (!fs::exists(file) || (code != 0 && code != 1 && code != 3)) {
     o.why_not = r.process.signal != 0 ? fmt::format("killed by signal {}", r.process.signal)
-                                      : fmt::format("exited {} without results", r.process.exit_code);
+                                      : fmt::format("exited {} without results", code);
     return "";
   }
-  const Results results = read_results(file.string());
+  Results results;
+  try {
+    results = read_results(file.string());
+  } catch (const Error& e) {
+    o.why_not = fmt::format("unreadable result file: {}", e.what());
+    return "";
+  }
   const CaseResult* c = target_case(results);
   if (!c) return "";
   o.reached = c->extra.value("reached_target", false) && c->extra.contains("time_to_target");

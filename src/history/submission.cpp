@@ -123,12 +123,12 @@ std::optional<Plan> plan_from_manifest(const json& m, const std::string& publish
   return plan;
 }
 
-// One run of the bundle: its result file present, made by the planned command, judged as recorded.
 struct JudgedRun {
   const CaseResult* recorded;
   RunRecord now;
 };
 
+// One run of the bundle: its result file present, made by the planned command, judged as recorded.
 void check_run(const Plan& plan, const PlannedRun& planned, const CaseResult& c, const fs::path& dir,
                BundleCheck& out, std::vector<std::string>& backends, std::vector<JudgedRun>& judged) {
   auto& problems = out.problems;

@@ -125,6 +125,10 @@ entries:
       const bool slow = joined.find("--lr 0.2") != std::string::npos;
       const int seed = std::stoi(args[1]);
       if (tta && !slow && seed == 3) return ProcessOutcome{2, 0, 1.0};  // a usage error: no result file
+      if (tta && slow && seed == 1) {  // a result file that is not one: judged, not a crash
+        std::ofstream(args.back()) << "{not json";
+        return ProcessOutcome{0, 0, 1.0};
+      }
       Results res;
       CaseResult c;
       c.name = tta ? "lenet5" : "gemm";
@@ -156,6 +160,11 @@ TEST(TimeToSolution, GroupsRunsByEntryAndGridPointAndReadsEachSeedsOutcome) {
   EXPECT_FALSE(groups[0].seeds[2].reached);
   EXPECT_EQ(groups[0].seeds[2].why_not, "exited 2 without results");
   EXPECT_EQ(groups[1].point, "lr=0.2");
+  EXPECT_FALSE(groups[1].seeds[0].reached);
+  EXPECT_EQ(groups[1].seeds[0].why_not.rfind("unreadable result file: ", 0), 0u) << groups[1].seeds[0].why_not;
+  EXPECT_FALSE(f.run.runs[4].valid);
+  ASSERT_EQ(f.run.runs[4].invalid_reasons.size(), 1u);
+  EXPECT_NE(f.run.runs[4].invalid_reasons[0].find("wrote an unreadable result file"), std::string::npos);
   EXPECT_FALSE(groups[1].seeds[3].reached);
   EXPECT_EQ(groups[1].seeds[3].why_not, "stopped: epochs");
 
@@ -166,15 +175,18 @@ TEST(TimeToSolution, GroupsRunsByEntryAndGridPointAndReadsEachSeedsOutcome) {
   EXPECT_EQ(slow.state, CaseState::Failed);
   ASSERT_EQ(slow.metrics.size(), 2u);
   EXPECT_EQ(slow.metrics[0].name, "time_to_target");
-  EXPECT_EQ(slow.metrics[0].samples, (std::vector<double>{20, 40, 60}));
-  EXPECT_EQ(slow.metrics[1].samples, (std::vector<double>{100, 200, 300}));
-  EXPECT_EQ(slow.extra["success_rate"], 0.75);
-  EXPECT_EQ(slow.extra["median_time_to_target_s"], 50.0);  // 20, 40, 60, inf
-  EXPECT_EQ(slow.extra["median_steps_to_target"], 250.0);
-  EXPECT_EQ(slow.extra["olympic_time_to_target_s"], 50.0);  // 20 and the failure dropped
+  EXPECT_EQ(slow.metrics[0].samples, (std::vector<double>{40, 60}));
+  EXPECT_EQ(slow.metrics[1].samples, (std::vector<double>{200, 300}));
+  EXPECT_EQ(slow.extra["success_rate"], 0.5);
+  EXPECT_TRUE(slow.extra["median_time_to_target_s"].is_null());  // 40, 60, inf, inf: half failed
+  EXPECT_TRUE(slow.extra["olympic_time_to_target_s"].is_null());
+  EXPECT_NE(slow.extra["olympic_why_not"].get<std::string>().find("2 of 4 runs did not reach"), std::string::npos);
   EXPECT_EQ(slow.extra["runs"][3]["why_not"], "stopped: epochs");
-  EXPECT_NE(slow.detail.find("3 of 4 seeds reached accuracy>=0.9"), std::string::npos) << slow.detail;
-  EXPECT_NE(slow.detail.find("no 95% CI"), std::string::npos) << slow.detail;  // 3 samples are too few
+  EXPECT_NE(slow.detail.find("2 of 4 seeds reached accuracy>=0.9"), std::string::npos) << slow.detail;
+  EXPECT_NE(slow.detail.find("no 95% CI"), std::string::npos) << slow.detail;  // 2 samples are too few
+  const CaseResult& quick = res.cases[0];  // 10, 20, fail, 40
+  EXPECT_EQ(quick.extra["median_time_to_target_s"], 30.0);  // 10, 20, 40, inf
+  EXPECT_EQ(quick.extra["median_steps_to_target"], 300.0);
 
   const std::string text = format_time_to_solution(groups);
   EXPECT_NE(text.find("tta lr=0.1"), std::string::npos) << text;
