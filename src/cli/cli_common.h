@@ -74,6 +74,7 @@ Command register_scaling(CLI::App& app, const GlobalOptions& g);
 Command register_db(CLI::App& app, const GlobalOptions& g);
 Command register_serve_bench(CLI::App& app, const GlobalOptions& g);
 Command register_rl(CLI::App& app, const GlobalOptions& g);
+Command register_tune(CLI::App& app, const GlobalOptions& g);
 // Every top-level command, in the order `d5 --help` lists them (commands.cpp: one line each).
 using CommandFactory = Command (*)(CLI::App& app, const GlobalOptions& g);
 const Registry<CommandFactory>& command_registry();

@@ -23,6 +23,7 @@ const Registry<CommandFactory>& command_registry() {
     reg->add("scaling", "one training run on several rank counts through mpirun", register_scaling);
     reg->add("serve-bench", "inference scenarios (single-stream, multi-stream, offline, server) after MLPerf LoadGen", register_serve_bench);
     reg->add("db", "the result history: import, query, history, regressions", register_db);
+    reg->add("tune", "hyper-parameter search over a recipe's mutable options, with its cost", register_tune);
     reg->add("rl", "reinforcement learning: agents on C++ environments, time to solved over seeds", register_rl);
     return reg;
   }();

@@ -40,6 +40,8 @@ std::string file_safe(const std::string& s) {
   return out;
 }
 
+}  // namespace
+
 nlohmann::json parse_override_value(const std::string& text) {
   if (text == "true") return true;
   if (text == "false") return false;
@@ -47,8 +49,6 @@ nlohmann::json parse_override_value(const std::string& text) {
   if (auto d = parse_double(text)) return *d;
   return text;
 }
-
-}  // namespace
 
 void add_result_file_options(std::vector<std::string>& args, const std::string& path) {
   const auto at = std::find(args.begin(), args.end(), "--");
@@ -81,6 +81,10 @@ bool is_global_option(const std::string& key) {
 Recipe parse_recipe(const std::string&, const std::string& source) {
   D5_THROW(NotBuilt, "recipe {}: this d5 was built without yaml-cpp, so it cannot read recipes (Debian: "
            "libyaml-cpp-dev, then rebuild)", source);
+}
+std::string recipe_with_values(const std::string&, size_t, const Params&, const std::string&) {
+  D5_THROW(NotBuilt, "this d5 was built without yaml-cpp, so it cannot write recipes (Debian: libyaml-cpp-dev, then "
+           "rebuild)");
 }
 #endif
 

@@ -37,15 +37,6 @@ std::string log_tail(const std::string& path, size_t lines = 3) {
   return s;
 }
 
-// Package domains only: core and uncore are parts of a package and would count twice.
-double package_joules(const std::vector<RaplDomain>& domains, const EnergyReading& a, const EnergyReading& b) {
-  const std::vector<double> j = energy_joules_between(domains, a, b);
-  double sum = 0;
-  for (size_t i = 0; i < domains.size() && i < j.size(); ++i)
-    if (domains[i].name.rfind("package", 0) == 0) sum += j[i];
-  return sum;
-}
-
 std::string command_text(const Recipe& recipe, const RunRecord& r) {
   return fmt::format("d5 {}", fmt::join(recipe.entries[r.run.entry].command, " "));
 }
@@ -150,7 +141,7 @@ RecipeRun run_recipe(const Recipe& recipe, const std::vector<PlannedRun>& runs, 
     r.process = runner(args, (fs::path(o.results_dir) / r.log_file).string());
     const auto e1 = e0 ? read_energy(o.energy_domains) : std::nullopt;
     judge_run(recipe, o.results_dir, r);
-    if (e0 && e1) r.energy_j = package_joules(o.energy_domains, *e0, *e1);
+    if (e0 && e1) r.energy_j = package_joules_between(o.energy_domains, *e0, *e1);
     if (r.energy_j && r.samples > 0) r.energy_per_sample_j = *r.energy_j / static_cast<double>(r.samples);
     r.cost = o.price_per_node_hour * o.nodes * r.process.wall_s / 3600;
     out.runs.push_back(std::move(r));

@@ -9,6 +9,7 @@
 #include "deep500/core/error.h"
 #include "deep500/core/parse_number.h"
 #include "deep500/experiment/recipe.h"
+#include "deep500/experiment/search_space.h"
 
 namespace d5 {
 
@@ -19,7 +20,8 @@ const std::set<std::string> kRecipeKeys = {"recipe", "description", "division", 
                                            "score"};
 const std::set<std::string> kEntryKeys = {"name",    "command", "positional", "after",
                                           "fixed",   "mutable", "grid",       "criteria",
-                                          "seeds",   "reference_steps_to_target", "reference_for"};
+                                          "seeds",   "reference_steps_to_target", "reference_for",
+                                          "search"};
 
 std::string where(const YAML::Node& n) {
   return n.Mark().is_null() ? "" : fmt::format(" (line {})", n.Mark().line + 1);
@@ -184,6 +186,7 @@ RecipeEntry parse_entry(const YAML::Node& n, const Recipe& r, const Params& fixe
   if (!e.reference_for.empty() && e.reference_steps_to_target.empty())
     D5_THROW(FormatError, "{}: 'reference_for' says what the reference runs used, but there is no "
              "'reference_steps_to_target'", ew);
+  e.search = params(n["search"], ew + ".search", false);
   for (const auto& p : e.positional)
     if (!in(e.fixed, p) && !in(e.mutable_params, p) && !in(e.grid, p))
       D5_THROW(FormatError, "{}: positional option '{}' has no value in fixed, mutable or grid", ew, p);
@@ -263,12 +266,43 @@ Recipe parse_recipe(const std::string& yaml_text, const std::string& source) {
         D5_THROW(FormatError, "recipe {}: two entries are named '{}'; names must be unique", source,
                  r.entries.back().name);
     }
-    for (const auto& e : r.entries) check_division(r, e);
+    for (const auto& e : r.entries) {
+      check_division(r, e);
+      search_space_of(e, {});  // a search over what may not change fails here, not at tuning time
+    }
     if (root["score"]) r.score = parse_score(root["score"], r);
     return r;
   } catch (const YAML::Exception& e) {
     D5_THROW(FormatError, "recipe {}: {}", source, e.what());
   }
+}
+
+std::string recipe_with_values(const std::string& yaml_text, size_t entry, const Params& values,
+                               const std::string& header) {
+  YAML::Node root = YAML::Load(yaml_text);
+  YAML::Node entries = root["entries"];
+  D5_CHECK_ARG(entries && entries.IsSequence() && entry < entries.size(), "the recipe has no entry {}", entry + 1);
+  YAML::Node e = entries[entry];
+  if (!e["mutable"]) e["mutable"] = YAML::Node(YAML::NodeType::Map);
+  YAML::Node mut = e["mutable"];
+  for (const auto& [k, v] : values.items()) {
+    if (v.is_string())
+      mut[k] = v.get<std::string>();
+    else if (v.is_boolean())
+      mut[k] = v.get<bool>();
+    else if (v.is_number_integer())
+      mut[k] = v.get<int64_t>();
+    else if (v.is_number())
+      mut[k] = fmt::format("{}", v.get<double>());  // the shortest text that reads back as the same double
+    else
+      D5_THROW(InvalidArgument, "option '{}': a recipe value is a string, number or bool, not {}", k, v.dump());
+  }
+  YAML::Emitter out;
+  out << root;
+  std::string text;
+  std::istringstream lines(header);
+  for (std::string l; std::getline(lines, l);) text += l.empty() ? "#\n" : "# " + l + "\n";
+  return text + out.c_str() + "\n";
 }
 
 }  // namespace d5

@@ -143,4 +143,13 @@ std::vector<double> energy_joules_between(const EnergyReading& begin, const Ener
   return energy_joules_between(rapl_domains(), begin, end);
 }
 
+double package_joules_between(const std::vector<RaplDomain>& domains, const EnergyReading& begin,
+                              const EnergyReading& end) {
+  const std::vector<double> j = energy_joules_between(domains, begin, end);
+  double sum = 0;
+  for (size_t i = 0; i < domains.size() && i < j.size(); ++i)
+    if (domains[i].name.rfind("package", 0) == 0) sum += j[i];
+  return sum;
+}
+
 }  // namespace d5

@@ -48,6 +48,9 @@ struct RecipeEntry {
   // The options the reference was measured with (batch, lr, ...): runs with other values are not
   // checked against it. Empty: every run is.
   Params reference_for = Params::object();
+  // What `d5 tune` may try for some mutable options: option -> a list of choices or a text form
+  // (search_space.h).
+  Params search = Params::object();
 };
 
 // What a ranked list of the recipe's submissions orders by (docs/recipes.md#score). A quantity as
@@ -80,6 +83,12 @@ struct Recipe {
 Recipe parse_recipe(const std::string& yaml_text, const std::string& source = "<text>");
 Recipe load_recipe(const std::string& path);  // IoError when unreadable
 
+// The recipe's YAML with new values for mutable options of entry `entry` (an index), set in the
+// entry's own `mutable:` map, and `header` as comment lines on top; the rest as it was (YAML
+// comments are not kept). What `d5 tune` writes back.
+std::string recipe_with_values(const std::string& yaml_text, size_t entry, const Params& values,
+                               const std::string& header);
+
 // `--set [ENTRY.]KEY=VALUE`: a new value for a mutable option (or one grid value), in every entry
 // that has the option or only in ENTRY.
 struct Override {
@@ -88,6 +97,8 @@ struct Override {
   std::string value;
 };
 std::vector<Override> parse_overrides(const std::vector<std::string>& items);
+// An override's text as the value it stands for: true/false, an integer, a number, else the text.
+nlohmann::json parse_override_value(const std::string& text);
 
 // Options that go before the subcommand (d5's global options) rather than after it.
 bool is_global_option(const std::string& key);

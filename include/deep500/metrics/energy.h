@@ -30,5 +30,8 @@ std::vector<RaplDomain> probe_rapl_domains(const std::string& powercap_root, std
 std::optional<EnergyReading> read_energy(const std::vector<RaplDomain>& domains);
 std::vector<double> energy_joules_between(const std::vector<RaplDomain>& domains,
                                           const EnergyReading& begin, const EnergyReading& end);
+// The package domains' joules summed: core and uncore are parts of a package and would count twice.
+double package_joules_between(const std::vector<RaplDomain>& domains, const EnergyReading& begin,
+                              const EnergyReading& end);
 
 }  // namespace d5
