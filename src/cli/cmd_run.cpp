@@ -2,6 +2,7 @@
 // process writing its result file; VALID/INVALID per run, PASS/FAIL per criterion, run.json.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -44,16 +45,19 @@ std::string default_results_dir(const std::string& recipe) {
 int list_recipes(const OutputOptions& out) {
   nlohmann::json j = nlohmann::json::array();
   std::string text = fmt::format("recipes in {}\n", recipes_directory());
+  // Subdirectories too: recipes/paper/fig9-optimizers.yaml is `d5 run paper/fig9-optimizers`.
   std::vector<fs::path> files;
   std::error_code ec;
-  for (const auto& f : fs::directory_iterator(recipes_directory(), ec))
-    if (f.path().extension() == ".yaml") files.push_back(f.path());
+  const fs::path root = recipes_directory();
+  for (const auto& f : fs::recursive_directory_iterator(root, ec))
+    if (f.path().extension() == ".yaml") files.push_back(f.path().lexically_relative(root));
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
-    const Recipe r = load_recipe(f.string());
-    j.push_back({{"name", r.name}, {"path", f.string()}, {"division", to_string(r.division)},
-                 {"description", r.description}});
-    text += fmt::format("  {:<22} {:<7} {}\n", f.stem().string(), to_string(r.division), r.description);
+    const Recipe r = load_recipe((root / f).string());
+    const std::string shown = (f.parent_path() / f.stem()).generic_string();
+    j.push_back({{"name", r.name}, {"shipped_as", shown}, {"path", (root / f).string()},
+                 {"division", to_string(r.division)}, {"description", r.description}});
+    text += fmt::format("  {:<30} {:<7} {}\n", shown, to_string(r.division), r.description);
   }
   emit_text(text, j, out);
   return kExitOk;
@@ -104,7 +108,10 @@ std::string recipes_directory() {
 std::string resolve_recipe(const std::string& name) {
   if (fs::exists(name)) return name;
   const fs::path shipped = fs::path(recipes_directory()) / (name + ".yaml");
-  if (name.find('/') == std::string::npos && fs::exists(shipped)) return shipped.string();
+  const fs::path relative(name);
+  const bool inside = !relative.is_absolute() &&
+                      std::none_of(relative.begin(), relative.end(), [](const fs::path& p) { return p == ".."; });
+  if (inside && fs::exists(shipped)) return shipped.string();
   D5_THROW(IoError, "no recipe '{}': not a file, and not one of the shipped recipes in {} (see 'd5 run --list')",
            name, recipes_directory());
 }

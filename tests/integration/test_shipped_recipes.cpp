@@ -34,6 +34,8 @@ struct SmallRun {
   bool passes;
   std::vector<std::string> needs;  // "torch": a run on LibTorch; "mpi": runs launched through mpirun
   bool needs_cifar = false;
+  // The paper's recipes: the section of `d5 report` that draws the figure from the run's results.
+  std::string figure_section = "";
 };
 
 // One problem per suite: the smallest of each DeepBench suite where the first is large.
@@ -72,6 +74,13 @@ const std::vector<SmallRun>& small_runs() {
         "set=digits=test-halves,mnist-dir=" + kMnist},
        false,
        {"torch"}},
+      // recipes/paper: the original work's experiments (docs/paper.md).
+      {"paper/fig6-deepbench", {"limit=1", "min-time=0.01", "max-time=0.05"}, true, {}, false, "Operator times"},
+      {"paper/fig9-optimizers", {"epochs=2", "train-range=0:128", "test-range=0:64"}, false, {"torch"}, false,
+       "Convergence"},
+      {"paper/fig10-adam-backends", {"epochs=2", "train-range=0:512", "data-dir=" + kMnist}, false, {"torch"}, false,
+       "Convergence"},
+      {"paper/fig12-scaling", {"ranks=1,2", "steps=4", "mode=weak", "data-dir=" + kMnist}, true, {"mpi"}, false, "Scaling"},
       {"quickstart",
        {"deepbench.limit=1", "deepbench.min-time=0.01", "deepbench.max-time=0.05", "zoo-inference.min-runs=2",
         "zoo-inference.max-time=0.2", "zoo-train-step.min-runs=2", "zoo-train-step.max-time=0.2",
@@ -179,11 +188,20 @@ TEST_P(ShippedRecipe, RunsAtASmallSize) {
       }
     }
   }
+  if (run.figure_section.empty()) return;
+  // One of the paper's: `d5 report` over the run's directory draws the figure in its section.
+  const std::string page = (dir.path / "report.html").string();
+  const auto report = run_d5({"report", (dir.path / "results").string(), "-o", page});
+  ASSERT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(read_file(page).find("<h2>" + run.figure_section + "</h2>"), std::string::npos)
+      << run.recipe << ": no section '" << run.figure_section << "' in the report";
+  EXPECT_EQ(report.out.find(" 0 plot(s)"), std::string::npos) << report.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Recipes, ShippedRecipe, ::testing::ValuesIn(small_runs()), [](const auto& info) {
   std::string n = info.param.recipe;
   std::replace(n.begin(), n.end(), '-', '_');
+  std::replace(n.begin(), n.end(), '/', '_');
   return n;
 });
 
@@ -192,7 +210,10 @@ TEST(ShippedRecipes, EveryShippedRecipeHasASmallRun) {
   const auto list = run_d5({"run", "--list", "--format", "json"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
   std::set<std::string> shipped, small;
-  for (const auto& r : json::parse(list.out)) shipped.insert(r["name"].get<std::string>());
+  for (const auto& r : json::parse(list.out)) {
+    shipped.insert(r["shipped_as"].get<std::string>());  // what `d5 run` takes: paper/fig9-optimizers
+    EXPECT_EQ(r["name"], r["shipped_as"]) << "a shipped recipe's name is where it lies under recipes/";
+  }
   for (const auto& s : small_runs()) small.insert(s.recipe);
   EXPECT_EQ(shipped, small);
 }
