@@ -1,5 +1,6 @@
 // d5 divergence: two optimizers train two copies of one network on identical batches; per step,
 // the l2 and l_inf norms of every parameter's difference (docs/divergence.md).
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -53,6 +54,34 @@ nlohmann::json report_json(const DivergenceReport& r, bool per_param) {
   }
   return {{"optimizer", r.optimizer}, {"twin", r.twin},     {"backend", r.backend},
           {"parameters", r.parameters}, {"steps", steps}};
+}
+
+// A results file (docs/results-format.md) with one case: the report in its extra, and the norms a
+// recipe's criteria read (l2_final, linf_final, l2_max, linf_max: the whole model's, over the steps).
+Results divergence_results(const DivergenceReport& r, nlohmann::json report, nlohmann::json manifest) {
+  CaseResult c;
+  c.name = fmt::format("{} vs {}", r.optimizer, r.twin);
+  c.level = "L2";
+  c.backend = r.backend;
+  c.params = {{"model", report["model"]}, {"batch", report["batch"]}, {"optimizer", r.optimizer}, {"twin", r.twin},
+              {"steps", r.steps.size()}};
+  double l2_max = 0, linf_max = 0;
+  for (const auto& s : r.steps) {
+    l2_max = std::max(l2_max, s.total.l2);
+    linf_max = std::max(linf_max, s.total.linf);
+  }
+  c.extra = std::move(report);
+  c.extra["l2_max"] = l2_max;
+  c.extra["linf_max"] = linf_max;
+  if (!r.steps.empty()) {
+    c.extra["l2_final"] = r.steps.back().total.l2;
+    c.extra["linf_final"] = r.steps.back().total.linf;
+  }
+  c.detail = fmt::format("{} steps; largest difference l2 {:.3g}, l_inf {:.3g}", r.steps.size(), l2_max, linf_max);
+  Results out;
+  out.manifest = std::move(manifest);
+  out.cases.push_back(std::move(c));
+  return out;
 }
 
 std::string report_text(const DivergenceReport& r, bool per_param) {
@@ -113,8 +142,7 @@ int run_divergence(const DivergenceOpts& o, const GlobalOptions& g) {
   j["hyperparameters"] = d.hyper;
   if (d.schedule) j["schedule"] = d.schedule->describe();
   j["data"] = o.dataset.empty() ? "random (seeded)" : o.dataset;
-  j["manifest"] = make_manifest(settings);
-  emit_text(report_text(r, o.per_param), j, o.out);
+  emit_text(report_text(r, o.per_param), to_json(divergence_results(r, std::move(j), make_manifest(settings))), o.out);
   return kExitOk;
 }
 

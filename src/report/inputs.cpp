@@ -39,6 +39,13 @@ ReportInput report_input_from_json(const std::string& path, const json& j) {
     } catch (const FormatError& e) {
       throw FormatError(fmt::format("'{}': {}", path, e.what()));
     }
+    // d5 divergence's results: the report is its case's extra.
+    for (const auto& c : in.results.cases)
+      if (is_divergence_report(c.extra)) {
+        in.kind = ReportInputKind::Divergence;
+        in.divergence = c.extra;
+        break;
+      }
     return in;
   }
   if (is_divergence_report(j)) {

@@ -80,6 +80,8 @@ class Inputs:
             with open(path) as f:
                 j = json.load(f)
             if "cases" in j:
+                self.divergence += [c["extra"] for c in j["cases"]
+                                    if "steps" in c.get("extra", {}) and "twin" in c.get("extra", {})]
                 self.cases += [(os.path.basename(path), c) for c in j["cases"]]
                 self.runs += [(j.get("manifest", {}), c) for c in j["cases"]]
                 peak = j.get("manifest", {}).get("extra", {}).get("peak", {}).get("fma_gflops", {})

@@ -80,6 +80,7 @@ const std::vector<SmallRun>& small_runs() {
        "Convergence"},
       {"paper/fig10-adam-backends", {"epochs=2", "train-range=0:512", "data-dir=" + kMnist}, false, {"torch"}, false,
        "Convergence"},
+      {"paper/fig11-divergence", {"steps=20"}, true, {"torch"}, false, "Optimizer divergence"},
       {"paper/fig12-scaling", {"ranks=1,2", "steps=4", "mode=weak", "data-dir=" + kMnist}, true, {"mpi"}, false, "Scaling"},
       {"quickstart",
        {"deepbench.limit=1", "deepbench.min-time=0.01", "deepbench.max-time=0.05", "zoo-inference.min-runs=2",
