@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "cli_common.h"
@@ -138,7 +140,14 @@ int run_net(const NetOpts& o, const GlobalOptions& g) {
     source = loaded.source;
     summary = loaded.network.summary();
     if (isatty(STDERR_FILENO)) std::cerr << "d5: " << summary << ", batch " << batch << "\n";
-    if (o.microbatch_limit >= 0) microbatching[std::to_string(batch)] = microbatch(loaded.network, o);
+    // The network as loaded validates the micro-batched one, on every backend.
+    std::optional<Network> original;
+    bo.oracle = nullptr;
+    if (o.microbatch_limit >= 0) {
+      original = loaded.network;
+      bo.oracle = &*original;
+      microbatching[std::to_string(batch)] = microbatch(loaded.network, o);
+    }
     for (auto& c : bench_network(loaded.network, bo)) {
       // Several batch sizes: the batch is part of the case's name.
       if (o.batches.size() > 1) c.name = fmt::format("{}/batch={}/{}", loaded.network.name(), batch, c.backend);

@@ -183,8 +183,8 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
     c.extra["layouts"] = layouts_json(*op_ex, loss, o.native_layouts);
 
   std::string detail;
-  if (o.validate && backend != "reference") {
-    const ValidationOutcome v = validate_against_reference(net, *ex, feeds, loss, o.seed);
+  if (o.validate && (backend != "reference" || o.oracle)) {
+    const ValidationOutcome v = validate_against_reference(o.oracle ? *o.oracle : net, *ex, feeds, loss, o.seed);
     c.extra["validation"] = v.extra;
     if (v.state != CaseState::Passed) return finish(v.state, v.detail);
     detail = v.detail;

@@ -76,6 +76,7 @@ const std::vector<SmallRun>& small_runs() {
        {"torch"}},
       // recipes/paper: the original work's experiments (docs/paper.md).
       {"paper/fig6-deepbench", {"limit=1", "min-time=0.01", "max-time=0.05"}, true, {}, false, "Operator times"},
+      {"paper/fig7-microbatching", {"batch=4", "min-runs=2", "max-time=0.5"}, true, {}, false, "Network times"},
       {"paper/fig9-optimizers", {"epochs=2", "train-range=0:128", "test-range=0:64"}, false, {"torch"}, false,
        "Convergence"},
       {"paper/fig10-adam-backends", {"epochs=2", "train-range=0:512", "data-dir=" + kMnist}, false, {"torch"}, false,

@@ -39,6 +39,10 @@ struct NetBenchOptions {
   // calls copy nothing between host and device, as a framework step whose batch is already on the
   // GPU. Other executors run as without it.
   bool resident_io = false;
+  // The network the reference executor validates against when `net` was rewritten (micro-batched
+  // convolutions): the untransformed one, so that every backend, the reference one included, is
+  // checked against what the network computed before the rewrite. Null: `net` itself.
+  Network* oracle = nullptr;
 };
 
 // One case per executor named "<network>/<backend>". Executors that are not registered are
