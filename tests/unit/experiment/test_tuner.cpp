@@ -231,7 +231,9 @@ TEST(Tuner, NoEvaluationStartsAfterTheTimeBudget) {
     return r;
   });
   EXPECT_EQ(t.stop_reason, "time budget");
-  EXPECT_GE(t.evaluations.size(), 4u);
+  // Six 50 ms evaluations fit; a loaded machine oversleeps, so fewer may start, never more than
+  // 0.3 s / 50 ms + 1.
+  EXPECT_GE(t.evaluations.size(), 2u);
   EXPECT_LE(t.evaluations.size(), 7u);
   for (const auto& d : t.evaluations) EXPECT_LT(d.started_s, 0.3);
 }
