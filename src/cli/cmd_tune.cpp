@@ -2,11 +2,10 @@
 // search or asynchronous successive halving over a resource (epochs), every trial a child d5 with
 // its result file kept, the best configuration written back as a recipe, and the search's cost
 // (wall time, node-hours, energy where RAPL is readable) set beside what it bought.
-#include <unistd.h>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 

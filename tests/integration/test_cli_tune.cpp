@@ -3,6 +3,7 @@
 // recipe readable and carrying it, the cost's arithmetic; usage errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -102,6 +103,62 @@ TEST(CliTune, SuccessiveHalvingOnMnistKeepsEveryTrialAndWritesTheBestBack) {
   EXPECT_NE(plan.out.find("--lr " + config["lr"].dump()), std::string::npos) << plan.out;
   EXPECT_NE(plan.out.find("--batch " + config["batch"].dump()), std::string::npos) << plan.out;
   EXPECT_NE(plan.out.find("--epochs 4"), std::string::npos) << plan.out;
+}
+
+// Random search maximizing a quantity: each case's objective is its run's value, the best the
+// largest. Then --confirm-seeds with a time-to-target search: two seeds per side, whose samples are
+// the seeds' own times; two against two never reach p < 0.05 (exact minimum 1/3, normal
+// approximation at least 0.22), so the verdict is NOT SIGNIFICANT whatever the times.
+TEST(CliTune, RandomSearchMaximizesAQuantityAndConfirmationComparesSeeds) {
+  if (!fs::exists(kMnist)) GTEST_SKIP() << "no MNIST at " << kMnist;
+  TempDir dir("d5-tune");
+  const std::string recipe = tiny_recipe(dir);
+  const auto r = run_d5({"--threads", "1", "tune", recipe, "--budget", "2", "--method", "random", "--objective",
+                         "final_test_accuracy", "--maximize", "--no-baseline", "--results-dir", dir.file("max")});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json tune = load(dir.file("max") + "/tune.json");
+  double most = -1;
+  ASSERT_EQ(tune["cases"].size(), 2u);
+  for (const auto& c : tune["cases"]) {
+    const json run = load(dir.file("max") + "/trials/" + c["extra"]["result_file"].get<std::string>());
+    EXPECT_EQ(c["extra"]["resource"], 4.0);  // random search: the full resource
+    EXPECT_EQ(c["extra"]["objective"], run["cases"][0]["extra"]["final_test_accuracy"]);
+    most = std::max(most, c["extra"]["objective"].get<double>());
+  }
+  EXPECT_EQ(tune["manifest"]["extra"]["tune"]["best"]["objective"], most);
+
+  const auto c = run_d5({"--threads", "1", "tune", recipe, "--budget", "3", "--method", "random", "--confirm-seeds",
+                         "2", "--results-dir", dir.file("confirm")});
+  ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
+  const json summary = load(dir.file("confirm") + "/tune.json")["manifest"]["extra"]["tune"];
+  ASSERT_TRUE(summary.contains("confirmation")) << summary.dump();
+  const json& k = summary["confirmation"];
+  for (const char* side : {"shipped", "tuned"}) {
+    SCOPED_TRACE(side);
+    EXPECT_EQ(k[side]["seeds"], 2);
+    EXPECT_EQ(k[side]["reached"].get<size_t>(), k[side]["samples"].size());
+    // Each sample is a seed's own training time to the target, from its result file.
+    std::vector<double> times;
+    for (const auto& f : fs::directory_iterator(k[side]["results_dir"].get<std::string>())) {
+      if (f.path().extension() != ".json" || f.path().filename() == "run.json" ||
+          f.path().filename() == "solutions.json")
+        continue;
+      const json run = load(f.path().string());
+      const json& x = run["cases"][0]["extra"];
+      if (x["reached_target"].get<bool>()) times.push_back(x["time_to_target"]["training_time_s"].get<double>());
+    }
+    std::vector<double> samples = k[side]["samples"].get<std::vector<double>>();
+    std::sort(times.begin(), times.end());
+    std::sort(samples.begin(), samples.end());
+    EXPECT_EQ(samples, times);
+  }
+  EXPECT_EQ(k["verdict"], "NOT SIGNIFICANT");
+  if (k["tuned"]["reached"] == 2 && k["shipped"]["reached"] == 0) {
+    // Complete separation against two tied "never" samples: the normal approximation with tie and
+    // continuity correction, by hand: sigma^2 = 2*2/12 * (5 - (2^3 - 2)/(4*3)) = 1.5,
+    // z = (|0 - 2| - 0.5) / sqrt(1.5) = 1.2247, p = 2 (1 - Phi(z)) = 0.22067.
+    EXPECT_NEAR(k["mann_whitney_p"].get<double>(), 0.22067, 5e-5);
+  }
 }
 
 TEST(CliTune, UsageErrorsSayWhatToFix) {
