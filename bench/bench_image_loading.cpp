@@ -10,13 +10,10 @@
 // pread from memory and decoding, not the disk. Part 1 is repeated "cold": before every batch the
 // tar's pages are dropped from the page cache with posix_fadvise(DONTNEED) (no root needed; the
 // fraction still resident, from mincore, is printed so the drop is verified, not assumed).
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <numeric>
@@ -26,8 +23,9 @@
 #include "bench_util.h"
 #include "deep500/train/dataset.h"
 #include "deep500/train/image_datasets.h"
+#include "deep500/train/page_cache.h"
+#include "deep500/train/synthetic_images.h"
 #include "lv2/images/jpeg.h"
-#include "lv2/images/tar_archive.h"
 #include "lv2/images/register_images.h"
 
 namespace {
@@ -36,57 +34,14 @@ using namespace d5;
 using namespace d5::bench;
 namespace fs = std::filesystem;
 
-// Smooth gradients with pixel noise: compresses like a photograph (a few bits per pixel), unlike
-// a flat image whose scan would be nearly empty.
-RgbImage photo_like(int side, uint64_t seed) {
-  RgbImage img;
-  img.width = img.height = side;
-  img.pixels.resize(static_cast<size_t>(side) * static_cast<size_t>(side) * 3);
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> noise(-24, 24);
-  const int phase = static_cast<int>(seed % 97);
-  for (int y = 0; y < side; ++y) {
-    for (int x = 0; x < side; ++x) {
-      uint8_t* p = img.pixels.data() + (static_cast<size_t>(y) * static_cast<size_t>(side) + static_cast<size_t>(x)) * 3;
-      const int base[3] = {x + phase, y * 2 - phase, (x * y) / side + 3 * phase};
-      for (int c = 0; c < 3; ++c) p[c] = static_cast<uint8_t>(std::clamp(base[c] % 256 + noise(rng), 0, 255));
-    }
-  }
-  return img;
-}
-
 double seconds(const std::function<void()>& f) {
   const auto t0 = std::chrono::steady_clock::now();
   f();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Drops the file's clean pages from the page cache (written pages are flushed first).
-void evict(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  D5_CHECK(fd >= 0, IoError, "cannot open '{}'", path);
-  ::fdatasync(fd);
-  const int rc = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  ::close(fd);
-  D5_CHECK(rc == 0, IoError, "posix_fadvise(DONTNEED) on '{}' failed: {}", path, std::strerror(rc));
-}
-
-// Fraction of the file's pages in the page cache.
-double resident(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  D5_CHECK(fd >= 0, IoError, "cannot open '{}'", path);
-  const auto size = static_cast<size_t>(fs::file_size(path));
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
-  D5_CHECK(map != MAP_FAILED, IoError, "cannot map '{}'", path);
-  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  std::vector<unsigned char> vec((size + page - 1) / page);
-  const int rc = ::mincore(map, size, vec.data());
-  ::munmap(map, size);
-  D5_CHECK(rc == 0, IoError, "mincore on '{}' failed", path);
-  return static_cast<double>(std::count_if(vec.begin(), vec.end(), [](unsigned char c) { return c & 1; })) /
-         static_cast<double>(vec.size());
-}
+void evict(const std::string& path) { drop_from_page_cache(path); }
+double resident(const std::string& path) { return page_cache_residency({path}).fraction(); }
 
 struct OrderComparison {
   std::vector<double> seq_ms, shuf_ms, ratio;
@@ -157,16 +112,13 @@ int main(int argc, char** argv) try {
                            : fs::path(args.str("dir"));
   fs::create_directories(dir);
   const std::string tar = (dir / "train.tar").string();
+  SyntheticImagesOptions gen;
+  gen.images = n;
+  gen.side = side;
+  gen.quality = args.integer("quality");
+  gen.classes = classes;
   uint64_t jpeg_bytes = 0;
-  const double t_write = seconds([&] {
-    TarWriter w(tar);
-    for (int i = 0; i < n; ++i) {
-      const auto jpeg = encode_jpeg(photo_like(side, static_cast<uint64_t>(i)), args.integer("quality"));
-      jpeg_bytes += jpeg.size();
-      w.add_file(fmt::format("class{:03}/img{:06}.JPEG", i % classes, i), jpeg);
-    }
-    w.finish();
-  });
+  const double t_write = seconds([&] { jpeg_bytes = write_synthetic_image_tar(tar, gen).jpeg_bytes; });
   fs::remove(image_tar_index_path(tar));
   bool rebuilt = false;
   const double t_index = seconds([&] { load_image_tar_index(tar, &rebuilt); });

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "cli_common.h"
+#include "data_cli.h"
 #include "deep500/train/dataset.h"
 #include "deep500/train/dataset_formats.h"
 #include "deep500/train/downloader.h"
@@ -84,27 +85,12 @@ int run_download(const DownloadArgs& a) {
 }
 
 struct InfoArgs {
-  std::string dataset, data_dir, split = "train";
-  std::vector<std::string> set;
+  DatasetArgs ds;
   OutputOptions out;
 };
 
-DatasetSpec spec_of(const InfoArgs& a, const GlobalOptions& g) {
-  register_builtin_datasets();
-  DatasetSpec spec;
-  spec.name = a.dataset;
-  spec.data_dir = a.data_dir;
-  spec.split = a.split;
-  spec.seed = g.seed;
-  for (const auto& kv : a.set) {
-    const auto [key, value] = split_key_value(kv, "--set");
-    spec.options[key] = value;
-  }
-  return spec;
-}
-
 int run_info(const InfoArgs& a, const GlobalOptions& g) {
-  const DatasetSpec spec = spec_of(a, g);
+  const DatasetSpec spec = dataset_spec(a.ds, g);
   const auto ds = open_dataset(spec);
   json samples = json::object();
   std::string text = fmt::format("dataset   {} (split {})\nsamples   {}\nclasses   {}\n", ds->name(), spec.split,
@@ -146,7 +132,7 @@ int run_info(const InfoArgs& a, const GlobalOptions& g) {
 // DIR/labels.npy [N, ...], in the dataset's own dtypes (a text set's ids stay i64), and any
 // further tensor of the set as DIR/NAME.npy.
 int run_export(const InfoArgs& a, const std::string& dir, const GlobalOptions& g) {
-  const DatasetSpec spec = spec_of(a, g);
+  const DatasetSpec spec = dataset_spec(a.ds, g);
   const auto ds = open_dataset(spec);
   const auto descs = ds->sample_descs();
   const int64_t n = ds->size();
@@ -191,9 +177,33 @@ int run_export(const InfoArgs& a, const std::string& dir, const GlobalOptions& g
 
 }  // namespace
 
+void add_dataset_options(CLI::App& cmd, DatasetArgs& a) {
+  cmd.add_option("--dataset", a.dataset, "Dataset format (see 'd5 data list')")->required();
+  cmd.add_option("--data-dir", a.data_dir, "Directory or file of the data (default: the download cache)");
+  cmd.add_option("--split", a.split, "train or test")->default_val("train");
+  cmd.add_option("--set", a.set, "Format option KEY=VALUE (repeatable), e.g. --set range=0:8000")
+      ->allow_extra_args(false);
+}
+
+DatasetSpec dataset_spec(const DatasetArgs& a, const GlobalOptions& g) {
+  register_builtin_datasets();
+  DatasetSpec spec;
+  spec.name = a.dataset;
+  spec.data_dir = a.data_dir;
+  spec.split = a.split;
+  spec.seed = g.seed;
+  for (const auto& kv : a.set) {
+    const auto [key, value] = split_key_value(kv, "--set");
+    spec.options[key] = value;
+  }
+  return spec;
+}
+
 Command register_data(CLI::App& app, const GlobalOptions& g) {
-  auto* data = app.add_subcommand("data", "Level 2: datasets (list formats and sets, download, info, export)");
+  auto* data = app.add_subcommand("data", "Level 2: datasets (list formats and sets, download, info, export, bench)");
   data->require_subcommand(1);
+  auto more = std::make_shared<std::vector<Command>>();
+  register_data_bench(*data, g, *more);
 
   auto* list = data->add_subcommand("list", "Dataset formats, and the sets 'd5 data download' fetches");
   auto list_out = std::make_shared<OutputOptions>();
@@ -213,25 +223,20 @@ Command register_data(CLI::App& app, const GlobalOptions& g) {
 
   auto* info = data->add_subcommand("info", "Size, per-sample shapes, classes and label histogram of a dataset");
   auto i = std::make_shared<InfoArgs>();
-  info->add_option("--dataset", i->dataset, "Dataset format (see 'd5 data list')")->required();
-  info->add_option("--data-dir", i->data_dir, "Directory of the files (default: the download cache)");
-  info->add_option("--split", i->split, "train or test")->default_val("train");
-  info->add_option("--set", i->set, "Format option KEY=VALUE (repeatable), e.g. --set range=0:8000")
-      ->allow_extra_args(false);
+  add_dataset_options(*info, i->ds);
   add_output_options(*info, i->out);
 
   auto* exp = data->add_subcommand(
       "export", "Write a dataset split as inputs.npy and labels.npy (what --dataset npy reads back)");
   auto e = std::make_shared<InfoArgs>();
   auto export_dir = std::make_shared<std::string>();
-  exp->add_option("--dataset", e->dataset, "Dataset format (see 'd5 data list')")->required();
-  exp->add_option("--data-dir", e->data_dir, "Directory of the files (default: the download cache)");
-  exp->add_option("--split", e->split, "train or test")->default_val("train");
-  exp->add_option("--set", e->set, "Format option KEY=VALUE (repeatable)")->allow_extra_args(false);
+  add_dataset_options(*exp, e->ds);
   exp->add_option("--to", *export_dir, "Directory to write inputs.npy and labels.npy into")->required();
   add_output_options(*exp, e->out);
 
-  return {data, [list, download, info, exp, list_out, d, i, e, export_dir, &g]() -> int {
+  return {data, [more, list, download, info, exp, list_out, d, i, e, export_dir, &g]() -> int {
+            for (const auto& c : *more)
+              if (c.app->parsed()) return c.run();
             if (list->parsed()) return run_list(*list_out);
             if (download->parsed()) return run_download(*d);
             if (info->parsed()) return run_info(*i, g);

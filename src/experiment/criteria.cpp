@@ -75,9 +75,9 @@ std::optional<double> case_value(const CaseResult& c, const std::string& quantit
 
 bool ran(const CaseResult& c) { return c.state != CaseState::Skipped && c.state != CaseState::Unimplemented; }
 
-std::string case_label(const CaseResult& c) { return c.backend.empty() ? c.name : c.name + " on " + c.backend; }
-
 }  // namespace
+
+std::string case_label(const CaseResult& c) { return c.backend.empty() ? c.name : c.name + " on " + c.backend; }
 
 Criterion parse_criterion(const std::string& text) {
   static const std::regex compare(R"(^\s*([A-Za-z_][\w.]*)\s*(>=|<=|==|!=|>|<)\s*(\S+)\s*$)");

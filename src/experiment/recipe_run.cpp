@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "deep500/core/error.h"
+#include "deep500/experiment/criteria.h"
 
 extern char** environ;
 
@@ -100,9 +101,9 @@ void judge_run(const Recipe& recipe, const std::string& results_dir, RunRecord& 
     if (c.extra.contains("samples") && c.extra["samples"].is_number_integer())
       r.samples += c.extra["samples"].get<int64_t>();
     if (c.state == CaseState::Mistrusted)
-      r.invalid_reasons.push_back(fmt::format("{} on {}: MISTRUSTED: {}", c.name, c.backend, c.detail));
+      r.invalid_reasons.push_back(fmt::format("{}: MISTRUSTED: {}", case_label(c), c.detail));
     if (c.outcome && c.outcome->validity == Validity::Invalid)
-      r.invalid_reasons.push_back(fmt::format("{} on {}: {}", c.name, c.backend, c.outcome->reason));
+      r.invalid_reasons.push_back(fmt::format("{}: {}", case_label(c), c.outcome->reason));
   }
   r.valid = r.invalid_reasons.empty();
   for (const auto& c : e.criteria) {

@@ -23,6 +23,7 @@ Report render_report(const ReportInputs& inputs, const VegaBundles& bundles, con
   add_convergence(inputs, page);
   add_divergence(inputs, page);
   add_reinforcement_learning(inputs, page);
+  add_dataset_latency(inputs, page);
   add_heatmaps(inputs, page);
   add_scaling(inputs, page);
   add_trends(inputs, page);

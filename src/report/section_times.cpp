@@ -186,7 +186,7 @@ const char* level_title(const std::string& level) {
 void add_time_distributions(const ReportInputs& in, Page& page) {
   std::map<std::string, std::vector<CaseRef>> by_level;
   for (const auto& r : all_cases(in))
-    if (primary_time(*r.c) && r.c->state == CaseState::Passed) by_level[r.c->level].push_back(r);
+    if (primary_time(*r.c) && r.c->state == CaseState::Passed && !is_data_bench(*r.c)) by_level[r.c->level].push_back(r);
   for (const auto& [level, cases] : by_level) {
     const std::string metric = primary_time(*cases.front().c)->name;
     page.section("times-" + (level.empty() ? std::string("other") : level), level_title(level),

@@ -33,6 +33,9 @@ std::string problem_of(const CaseResult& c);
 int64_t ranks_of(const CaseResult& c);
 // "mlp/allreduce/ranks=4" -> "mlp/allreduce".
 std::string without_ranks(const std::string& name);
+// A case of `d5 data bench` (its first metric DatasetLatency, params source, order, cache): drawn
+// by add_dataset_latency, not among the training step times.
+bool is_data_bench(const CaseResult& c);
 // A Vega-Lite spec's common top: width, height, and the data.
 nlohmann::json base_spec(nlohmann::json values, int width = 640, int height = 320);
 
@@ -43,6 +46,7 @@ void add_breakdown(const ReportInputs& in, Page& page);           // per-op-type
 void add_convergence(const ReportInputs& in, Page& page);         // accuracy, loss
 void add_divergence(const ReportInputs& in, Page& page);          // optimizer trajectories
 void add_reinforcement_learning(const ReportInputs& in, Page& page);  // d5 rl: curves, steps to target
+void add_dataset_latency(const ReportInputs& in, Page& page);    // d5 data bench: Fig. 8, Table III
 void add_heatmaps(const ReportInputs& in, Page& page);            // forward differences
 void add_scaling(const ReportInputs& in, Page& page);             // Level 3: ranks, volume
 void add_trends(const ReportInputs& in, Page& page);               // a result history over time

@@ -15,6 +15,8 @@ in the inputs, independently of d5's report code. Per kind of plot:
   divergence    each optimizer's loss per step (loss_a, loss_b of the divergence report)
   heatmaps      every cell of a forward-difference grid equals a grid in the result files
   scaling       time per rank count: the case's median and CI
+  data          d5 data bench's latency boxes: every plotted time is a DatasetLatency sample of the
+                case, in the unit of the axis, and each case plots all of its samples
   rl            every point of a d5 rl run's learning curve (extra.runs[seed].curve: environment
                 steps, seconds, mean return)
   history       a result history's point (d5 report --db): the median and CI of the case's metric in
@@ -337,6 +339,28 @@ def check_rl_curve(inputs, row):
         fail("rl", f"{row} not in the file")
 
 
+def check_dataset_latency(inputs, spec, rows):
+    title = spec.get("spec", {}).get("encoding", {}).get("y", {}).get("title", "")
+    m = re.search(r"\((s|ms|us|ns)\)$", title)
+    if not m:
+        return fail("data", f"no time unit in the axis title {title!r}")
+    factor = TIME_FACTORS[m.group(1)]
+    by_case = {}
+    for row in rows:
+        by_case.setdefault((row["file"], row["case"]), []).append(row["t"])
+    for (file, name), shown in by_case.items():
+        cases = [c for f, c in inputs.cases
+                 if f == file and c.get("name") == name and metric(c) and metric(c)["name"] == "DatasetLatency"]
+        if len(cases) != 1:
+            fail("data", f"{name!r}: {len(cases)} DatasetLatency cases of that name in the files")
+            continue
+        samples = sorted(v * factor for v in metric(cases[0])["samples"])
+        if len(samples) != len(shown) or any(not close(a, b) for a, b in zip(samples, sorted(shown))):
+            fail("data", f"{name!r}: the plotted times are not the case's {len(samples)} samples")
+        else:
+            count("data")
+
+
 def count_derived(_inputs, _row):
     count("scaling (derived; tests/unit/report)")
 
@@ -371,6 +395,8 @@ def main():
         set_axis_time_factor(spec)
         if "kind" in keys:
             check_violin(inputs, rows)
+        elif "access" in keys:
+            check_dataset_latency(inputs, spec, rows)
         elif "panel" in keys:
             check_heatmap(inputs, rows)
         else:

@@ -76,8 +76,8 @@ class ReportInBrowser : public ::testing::Test {
   TempDir dir{"d5-report"};
 };
 
-// Result files of real runs (ops bench with its checks, net with the breakdown, divergence, and
-// with MNIST a short training run) plus the synthetic scaling and hostile ones, in `results`.
+// Result files of real runs (ops bench with its checks, net with the breakdown, divergence, data
+// bench, and with MNIST a short training run) plus the synthetic scaling and hostile ones, in `results`.
 // Returns whether the training run is among them; `untrained` says why not.
 bool produce_results(const std::string& results, std::string& untrained) {
   fs::create_directories(results);
@@ -91,6 +91,9 @@ bool produce_results(const std::string& results, std::string& untrained) {
   expect_ok(run_d5({"divergence", "--model", "mlp", "--optimizer", "adam", "--twin", "adam", "--steps", "3",
                     "--per-param", "--format", "json", "-o", results + "/divergence.json"}),
             "d5 divergence");
+  expect_ok(run_d5({"data", "bench", "--dataset", "synthetic", "--set", "shape=3x8x8", "--set", "samples=256",
+                    "--batch", "16", "--batches", "6", "--ranks", "2", "--format", "json", "-o", results + "/data.json"}),
+            "d5 data bench");
   bool trained = false;
   untrained = "no MNIST at " + kMnist;
   if (fs::exists(kMnist)) {
@@ -252,7 +255,7 @@ TEST(CliReport, EveryPlottedValueIsTheResultFilesValue) {
                                 status);
   EXPECT_EQ(status, 0) << out;
   std::vector<std::string> kinds = {"overview", "violins", "throughput", "breakdown", "divergence", "heatmaps",
-                                    "scaling"};
+                                    "scaling", "data"};
   if (rendered.trained) kinds.insert(kinds.end(), {"accuracy", "loss"});
   for (const auto& kind : kinds)
     EXPECT_TRUE(std::regex_search(out, std::regex("(^|\\n)" + kind + ": [1-9][0-9]* checked"))) << kind << "\n" << out;

@@ -40,4 +40,7 @@ std::optional<double> worst_value(const Results& results, const std::string& qua
 // INVALID instead, with the case's reason: not evidence of a wrong result, not a result to trust.
 CriterionResult no_failed_cases(const Results& results);
 
+// "NAME on BACKEND", or the name alone for a case without a backend (d5 data bench's).
+std::string case_label(const CaseResult& c);
+
 }  // namespace d5
