@@ -15,7 +15,7 @@
 #include "deep500/metrics/manifest.h"
 #include "deep500/op/op_registry.h"
 #include "deep500/metrics/peak.h"
-#include "native_ops.h"
+#include "deep500/op/native_calls.h"
 
 namespace {
 

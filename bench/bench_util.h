@@ -2,7 +2,6 @@
 // Pieces the operator benchmarks in bench/ share: argument parsing, the two timing loops that
 // are compared (d5's runner and a hand-written one, on the host's clock or a device's), ratio
 // summaries and result cases.
-#include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -17,6 +16,7 @@
 #include "deep500/metrics/results.h"
 #include "deep500/metrics/runner.h"
 #include "deep500/metrics/standard_metrics.h"
+#include "deep500/metrics/timing_loops.h"
 #include "deep500/metrics/statistics.h"
 
 namespace d5::bench {
@@ -70,64 +70,13 @@ inline std::string with_ci(const std::vector<double>& r, const char* fmt_spec = 
                      fmt::format(fmt::runtime(fmt_spec), ci.upper));
 }
 
-// The hand-written loop: what a careful person times without a harness.
-inline std::vector<double> hand_loop(const std::function<void()>& f, int runs) {
-  std::vector<double> t;
-  t.reserve(static_cast<size_t>(runs));
-  for (int i = 0; i < runs; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return t;
-}
-
-// Exactly `runs` runs and no warm-up, so that d5's runner does the hand loop's work.
-inline RunSettings fixed_runs(int runs) {
-  RunSettings s;
-  s.warmup_runs = 0;
-  s.min_runs = s.max_runs = runs;
-  s.target_ci_ratio = 1e-12;
-  s.max_seconds = 1e9;
-  return s;
-}
-
-// d5's runner with exactly `runs` runs and no warm-up, so both loops do the same work.
-inline std::vector<double> harness_runs(const std::function<void()>& f, int runs) {
-  MetricSet metrics;
-  metrics.add(std::make_unique<WallTime>());
-  run_measured(f, metrics, fixed_runs(runs));
-  return metrics[0].samples();
-}
-
-// A DeviceRun that times with the device's own clock (caches flushed before each call), as the
-// operator benchmark times a device operator; InvalidArgument for a device without one.
-inline std::unique_ptr<DeviceRun> device_clock(Device d) {
-  auto run = std::make_unique<DeviceRun>(d, true);
-  D5_CHECK(run->timed(), InvalidArgument, "{} has no clock of its own to time calls with", d.to_string());
-  return run;
-}
-
-// The hand loop on a device: `f` only queues its work; each run is the device's time for it.
-inline std::vector<double> hand_device_loop(const std::function<void()>& f, int runs, DeviceRun& timed) {
-  std::vector<double> t;
-  t.reserve(static_cast<size_t>(runs));
-  for (int i = 0; i < runs; ++i) {
-    timed(f);
-    t.push_back(timed.seconds);
-  }
-  return t;
-}
-
-// d5's runner around the same device-timed call, with the DeviceTime metric first, as the
-// operator benchmark measures a device operator; its samples are the device's times.
-inline std::vector<double> harness_device_runs(const std::function<void()>& f, int runs, DeviceRun& timed) {
-  MetricSet metrics;
-  metrics.add(std::make_unique<DeviceTime>(&timed.seconds, timed.describe()));
-  metrics.add(std::make_unique<WallTime>());
-  run_measured([&] { timed(f); }, metrics, fixed_runs(runs));
-  return metrics[0].samples();
-}
+// The timing loops live in the library (the CLI's `d5 ops overhead` runs them too).
+using d5::device_clock;
+using d5::fixed_runs;
+using d5::hand_device_loop;
+using d5::hand_loop;
+using d5::harness_device_runs;
+using d5::harness_runs;
 
 // A result case holding a ratio's per-round samples. (Built by initialization: assigning
 // strings here trips GCC 12's -Wrestrict false positive at -O3.)

@@ -14,6 +14,10 @@
 #include "deep500/metrics/experiment.h"
 #include "deep500/metrics/results.h"
 
+namespace d5 {
+struct Problem;  // deep500/op/suites.h
+}  // namespace d5
+
 namespace d5::cli {
 
 struct OutputOptions {
@@ -80,5 +84,13 @@ using CommandFactory = Command (*)(CLI::App& app, const GlobalOptions& g);
 const Registry<CommandFactory>& command_registry();
 // `d5 ops bench`: adds its Command to `subcommands`, which `d5 ops` dispatches to.
 void register_ops_bench(CLI::App& ops, const GlobalOptions& g, std::vector<Command>& subcommands);
+// `d5 ops overhead` (cmd_ops_overhead.cpp), likewise.
+void register_ops_overhead(CLI::App& ops, const GlobalOptions& g, std::vector<Command>& subcommands);
+// A suite's problems matching --filter (ECMAScript), the first --limit of them (0: all);
+// InvalidArgument for a bad expression or a filter that matches nothing.
+std::vector<Problem> select_problems(const std::vector<Problem>& all, const std::string& suite,
+                                     const std::string& filter, int64_t limit);
+// --backend's names (default: every backend built in); InvalidArgument for a name no build has.
+std::vector<std::string> chosen_backends(const std::vector<std::string>& requested);
 
 }  // namespace d5::cli

@@ -55,10 +55,11 @@ json coverage(const std::vector<std::string>& backends, std::map<std::string, st
 }  // namespace
 
 Command register_ops(CLI::App& app, const GlobalOptions& g) {
-  auto* ops = app.add_subcommand("ops", "Level 0: operators (list, bench)");
+  auto* ops = app.add_subcommand("ops", "Level 0: operators (list, bench, overhead)");
   ops->require_subcommand(1);
   auto more = std::make_shared<std::vector<Command>>();
   register_ops_bench(*ops, g, *more);
+  register_ops_overhead(*ops, g, *more);
   auto* list = ops->add_subcommand("list", "Coverage table: operator x backend x forward/backward");
   struct Opts {
     OutputOptions out;

@@ -54,42 +54,17 @@ int list_suites(const OutputOptions& out) {
   return kExitOk;
 }
 
-std::vector<Problem> select(std::vector<Problem> problems, const BenchOpts& o) {
-  if (!o.filter.empty()) {
-    std::regex re;
-    try {
-      re = std::regex(o.filter);
-    } catch (const std::regex_error& e) {
-      D5_THROW(InvalidArgument, "--filter '{}' is not a valid regular expression: {}", o.filter, e.what());
-    }
-    std::erase_if(problems, [&](const Problem& p) { return !std::regex_search(p.name, re); });
-  }
-  if (o.limit > 0 && static_cast<int64_t>(problems.size()) > o.limit) problems.resize(static_cast<size_t>(o.limit));
-  return problems;
-}
-
 int run_bench(const BenchOpts& o, const GlobalOptions& g) {
   register_builtin_operators();
   if (o.list) return list_suites(o.out);
   D5_CHECK_ARG(!o.suite.empty(), "--suite is required; available: {}", suite_names());
   ExperimentSettings settings = settings_from(g);
   const auto all = load_suite(o.suite, settings.seed);
-  std::vector<Problem> problems = select(all, o);
-  // An empty selection would "pass" every check with nothing checked.
-  D5_CHECK_ARG(!problems.empty() || all.empty(), "no problem of suite {} matches --filter '{}' (its names look like '{}')",
-               o.suite, o.filter, all.front().name);
+  std::vector<Problem> problems = select_problems(all, o.suite, o.filter, o.limit);
   const DType dtype = parse_dtype(o.dtype);
   for (auto& p : problems) p = in_dtype(std::move(p), dtype);
 
-  std::vector<std::string> names = o.backends;
-  if (names.empty())
-    for (const auto& b : backends()) names.push_back(b.name);
-  // A typo is a usage error before any case runs; a backend this build left out is SKIPPED per case.
-  std::vector<std::string> built;
-  for (const auto& b : backends()) built.push_back(b.name);
-  for (const auto& b : names)
-    D5_CHECK_ARG(find_backend(b) || is_not_built_backend(b), "--backend: no backend '{}' (built: {}; left out of "
-                 "this build: {})", b, fmt::join(built, ", "), not_built_list());
+  const std::vector<std::string> names = chosen_backends(o.backends);
 
   OpBenchOptions bo;
   bo.mode = parse_bench_mode(o.mode);
@@ -138,6 +113,38 @@ int run_bench(const BenchOpts& o, const GlobalOptions& g) {
 }
 
 }  // namespace
+
+std::vector<Problem> select_problems(const std::vector<Problem>& all, const std::string& suite,
+                                     const std::string& filter, int64_t limit) {
+  std::vector<Problem> problems = all;
+  if (!filter.empty()) {
+    std::regex re;
+    try {
+      re = std::regex(filter);
+    } catch (const std::regex_error& e) {
+      D5_THROW(InvalidArgument, "--filter '{}' is not a valid regular expression: {}", filter, e.what());
+    }
+    std::erase_if(problems, [&](const Problem& p) { return !std::regex_search(p.name, re); });
+  }
+  if (limit > 0 && static_cast<int64_t>(problems.size()) > limit) problems.resize(static_cast<size_t>(limit));
+  // An empty selection would "pass" every check with nothing checked.
+  D5_CHECK_ARG(!problems.empty() || all.empty(), "no problem of suite {} matches --filter '{}' (its names look like '{}')",
+               suite, filter, all.front().name);
+  return problems;
+}
+
+std::vector<std::string> chosen_backends(const std::vector<std::string>& requested) {
+  std::vector<std::string> names = requested;
+  if (names.empty())
+    for (const auto& b : backends()) names.push_back(b.name);
+  // A typo is a usage error before any case runs; a backend this build left out is SKIPPED per case.
+  std::vector<std::string> built;
+  for (const auto& b : backends()) built.push_back(b.name);
+  for (const auto& b : names)
+    D5_CHECK_ARG(find_backend(b) || is_not_built_backend(b), "--backend: no backend '{}' (built: {}; left out of "
+                 "this build: {})", b, fmt::join(built, ", "), not_built_list());
+  return names;
+}
 
 void register_ops_bench(CLI::App& ops, const GlobalOptions& g, std::vector<Command>& subcommands) {
   auto* bench = ops.add_subcommand("bench", "Benchmark a problem suite: time, GFLOP/s, fraction of peak, correctness");

@@ -19,6 +19,7 @@ Report render_report(const ReportInputs& inputs, const VegaBundles& bundles, con
   add_overview(inputs, page);
   add_time_distributions(inputs, page);
   add_throughput(inputs, page);
+  add_native_overhead(inputs, page);
   add_breakdown(inputs, page);
   add_convergence(inputs, page);
   add_divergence(inputs, page);

@@ -42,6 +42,7 @@ nlohmann::json base_spec(nlohmann::json values, int width = 640, int height = 32
 void add_overview(const ReportInputs& in, Page& page);
 void add_time_distributions(const ReportInputs& in, Page& page);  // violin/box per level
 void add_throughput(const ReportInputs& in, Page& page);          // GFLOP/s against problem size
+void add_native_overhead(const ReportInputs& in, Page& page);    // d5 ops overhead: d5 / native
 void add_breakdown(const ReportInputs& in, Page& page);           // per-op-type bars
 void add_convergence(const ReportInputs& in, Page& page);         // accuracy, loss
 void add_divergence(const ReportInputs& in, Page& page);          // optimizer trajectories

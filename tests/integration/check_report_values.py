@@ -15,6 +15,7 @@ in the inputs, independently of d5's report code. Per kind of plot:
   divergence    each optimizer's loss per step (loss_a, loss_b of the divergence report)
   heatmaps      every cell of a forward-difference grid equals a grid in the result files
   scaling       time per rank count: the case's median and CI
+  overhead      d5 ops overhead: the ratio's median and 95% CI of the case's "ratio" metric (d5 / native)
   data          d5 data bench's latency boxes: every plotted time is a DatasetLatency sample of the
                 case, in the unit of the axis, and each case plots all of its samples
   rl            every point of a d5 rl run's learning curve (extra.runs[seed].curve: environment
@@ -361,6 +362,17 @@ def check_dataset_latency(inputs, spec, rows):
             count("data")
 
 
+def check_native_overhead(inputs, row):
+    case = inputs.find(row["case"], row["series"])
+    m = metric(case, "ratio") if case else None
+    if m is None:
+        return fail("overhead", f"no ratio of case {row['case']!r} for {row['series']!r}")
+    shown = {"median": row["ratio"], "ci_lo": row["ratio_lo"], "ci_hi": row["ratio_hi"], "case": row["case"],
+             "series": row["series"]}
+    if check_median_ci("overhead", shown, m, 1.0) is not None:
+        count("overhead")
+
+
 def count_derived(_inputs, _row):
     count("scaling (derived; tests/unit/report)")
 
@@ -369,6 +381,7 @@ def count_derived(_inputs, _row):
 ROW_CHECKS = [
     (lambda r: "mean_return" in r, check_rl_curve),
     (lambda r: "gflop" in r, check_throughput),
+    (lambda r: "ratio_lo" in r, check_native_overhead),
     (lambda r: "median" in r and "case" in r, check_overview),
     (lambda r: "part" in r, check_breakdown),
     (lambda r: "curve" in r, check_accuracy),

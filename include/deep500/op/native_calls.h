@@ -9,7 +9,7 @@
 
 #include "deep500/op/suites.h"
 
-namespace d5::bench {
+namespace d5 {
 
 struct NativeCall {
   // One forward computation. On the host it returns when the result is there; on a GPU ("cuda")
@@ -54,4 +54,4 @@ inline std::optional<NativeCall> make_native_call(const std::string& library, co
   return make_native_call(library, p, inputs, why, match);
 }
 
-}  // namespace d5::bench
+}  // namespace d5

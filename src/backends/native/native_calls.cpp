@@ -1,7 +1,7 @@
 // Native GEMM and convolution calls. They take the layouts a deep500 tensor has (row-major
 // matrices, NCHW images, OIHW filters) so that both sides of a comparison are handed the same
 // memory; primitives and views are made once, outside anything timed.
-#include "native_ops.h"
+#include "deep500/op/native_calls.h"
 
 #include <cstring>
 #include <memory>
@@ -18,7 +18,7 @@
 #include "native_cuda.h"
 #endif
 
-namespace d5::bench {
+namespace d5 {
 
 namespace {
 
@@ -221,8 +221,12 @@ std::optional<NativeCall> make_native_call(const std::string& library, const Pro
   (void)p;
   (void)inputs;
   (void)match;
-  *why = fmt::format("native library '{}' is not built into this program", library);
+  *why = library == "onednn" || library == "torch" || library == "cuda"
+             ? fmt::format("native library '{}' is not built into this program", library)
+             : fmt::format("backend '{}' wraps no library to call directly (native calls exist for onednn, torch and "
+                           "cuda)",
+                           library);
   return std::nullopt;
 }
 
-}  // namespace d5::bench
+}  // namespace d5

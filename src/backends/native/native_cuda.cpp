@@ -26,7 +26,7 @@
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
-namespace d5::bench {
+namespace d5 {
 
 namespace {
 
@@ -296,6 +296,6 @@ std::optional<NativeCall> cuda_native_call(const Problem& p, const std::vector<T
   return std::nullopt;
 }
 
-}  // namespace d5::bench
+}  // namespace d5
 
 #pragma GCC diagnostic pop

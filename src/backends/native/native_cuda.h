@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "native_ops.h"
+#include "deep500/op/native_calls.h"
 
-namespace d5::bench {
+namespace d5 {
 
 // Gemm on cublasSgemm, Conv (2-D, NCHW) on cudnnConvolutionForward with the algorithm named in
 // match.d5_implementation. `inputs` are host tensors, copied here once to buffers of its own on
@@ -16,4 +16,4 @@ namespace d5::bench {
 std::optional<NativeCall> cuda_native_call(const Problem& p, const std::vector<Tensor>& inputs,
                                            const NativeMatch& match, std::string* why);
 
-}  // namespace d5::bench
+}  // namespace d5
