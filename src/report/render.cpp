@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "deep500/core/build_info.h"
+#include "deep500/core/error.h"
 #include "deep500/report/report.h"
 #include "page.h"
 #include "page_assets.h"
@@ -16,21 +17,32 @@ namespace d5 {
 Report render_report(const ReportInputs& inputs, const VegaBundles& bundles, const ReportOptions& options) {
   using namespace report;
   Page page;
-  add_overview(inputs, page);
-  add_time_distributions(inputs, page);
-  add_throughput(inputs, page);
-  add_native_overhead(inputs, page);
-  add_breakdown(inputs, page);
-  add_convergence(inputs, page);
-  add_divergence(inputs, page);
-  add_reinforcement_learning(inputs, page);
-  add_dataset_latency(inputs, page);
-  add_heatmaps(inputs, page);
-  add_scaling(inputs, page);
-  add_trends(inputs, page);
-  add_ranked_lists(inputs, page);
-  add_case_tables(inputs, page);
-  add_manifests(inputs, page);
+  // Sections read each command's `extra` data by key and type. A file whose value has another type
+  // than its producer writes (a string where a number belongs) is bad input, not a bug in d5.
+  const auto section = [&](const char* title, void (*add)(const ReportInputs&, Page&)) {
+    try {
+      add(inputs, page);
+    } catch (const nlohmann::json::exception& e) {
+      D5_THROW(FormatError, "a result file's data for the report's {} section is malformed ({}); the report reads "
+               "the form docs/report.md describes",
+               title, e.what());
+    }
+  };
+  section("inputs", add_overview);
+  section("times", add_time_distributions);
+  section("throughput", add_throughput);
+  section("d5 against native calls", add_native_overhead);
+  section("time per operator type", add_breakdown);
+  section("convergence", add_convergence);
+  section("optimizer divergence", add_divergence);
+  section("reinforcement learning", add_reinforcement_learning);
+  section("dataset latency", add_dataset_latency);
+  section("forward differences", add_heatmaps);
+  section("scaling", add_scaling);
+  section("history", add_trends);
+  section("ranked list", add_ranked_lists);
+  section("all cases", add_case_tables);
+  section("manifest", add_manifests);
 
   const std::string when = fmt::format("{:%Y-%m-%d %H:%M:%S} UTC", fmt::gmtime(std::chrono::system_clock::to_time_t(
                                                                        std::chrono::system_clock::now())));

@@ -107,6 +107,33 @@ TEST(ReportInputs, MissingOrEmptyInputsAreErrors) {
   EXPECT_THROW(read_report_inputs({dir.file("broken.json")}), FormatError);
 }
 
+// Found by fuzz_results (fuzz/regressions/results/report-*): a valid results file whose training
+// curve holds a string where a number belongs escaped the report as a JSON type error and ended
+// the process. A malformed section's data is a FormatError naming the section now.
+TEST(ReportPage, DataOfTheWrongTypeIsAFormatErrorNamingTheSection) {
+  const fs::path dir = fs::path(D5_SOURCE_DIR) / "fuzz" / "regressions" / "results";
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (!e.path().filename().string().starts_with("report-")) continue;
+    const ReportInputs in = read_report_inputs({e.path().string()});
+    try {
+      render_report(in, fake_bundles());
+      ADD_FAILURE() << e.path() << " was drawn";
+    } catch (const FormatError& err) {
+      EXPECT_NE(std::string(err.what()).find("section is malformed"), std::string::npos) << err.what();
+    }
+    ++files;
+  }
+  EXPECT_GE(files, 1);
+  // The same file with a number there is drawn.
+  std::ifstream f(dir / "report-curve-value-is-a-string.json");
+  json j = json::parse(f);
+  j["cases"][0]["extra"]["curves"]["training_accuracy"][0]["value"] = 0.1;
+  test::TempDir tmp("d5-report");
+  std::ofstream(tmp.file("fixed.json")) << j.dump();
+  EXPECT_NO_THROW(render_report(read_report_inputs({tmp.file("fixed.json")}), fake_bundles()));
+}
+
 TEST(ReportBundles, MissingBundlesNameTheInstallStep) {
   test::TempDir dir("d5-vega");
   for (const std::string& where : {dir.file("absent"), dir.path.string()}) {

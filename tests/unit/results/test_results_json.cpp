@@ -148,6 +148,8 @@ TEST(ResultsJson, FuzzRegressionFilesAreFormatErrors) {
   const std::filesystem::path dir = std::filesystem::path(D5_SOURCE_DIR) / "fuzz" / "regressions" / "results";
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    // report-*: valid results whose data the report cannot draw (tests/unit/report).
+    if (e.path().filename().string().starts_with("report-")) continue;
     EXPECT_THROW(read_results(e.path().string()), FormatError) << e.path();
     ++files;
   }
