@@ -13,6 +13,7 @@ in the inputs, independently of d5's report code. Per kind of plot:
   accuracy      every point of extra.curves.<curve> of a training run, inside its interval
   loss          every point of extra.curves.loss, with its training time
   divergence    each optimizer's loss per step (loss_a, loss_b of the divergence report)
+  norms         a divergence report's l2 / l_inf per step, of one parameter or of all of them
   heatmaps      every cell of a forward-difference grid equals a grid in the result files
   scaling       time per rank count: the case's median and CI
   overhead      d5 ops overhead: the ratio's median and 95% CI of the case's "ratio" metric (d5 / native)
@@ -96,8 +97,10 @@ class Inputs:
     def find(self, name, series):
         """The case named `name` of the series' backend (and file, where the series names one)."""
         backend, _, rest = series.partition(" \u00b7 ")
+        # The report names the file by its stem, or by its path where two stems are alike.
         found = [c for f, c in self.cases
-                 if c.get("name") == name and c.get("backend") == backend and (not rest or f.startswith(rest))]
+                 if c.get("name") == name and c.get("backend") == backend
+                 and (not rest or os.path.splitext(f)[0] == rest or rest == f or rest.endswith("/" + f))]
         return found[0] if len(found) == 1 else None
 
 
@@ -252,6 +255,18 @@ def check_divergence(inputs, row):
     fail("divergence", f"{row} not in a divergence report")
 
 
+def check_divergence_norm(inputs, row):
+    for d in inputs.divergence:
+        for s in d["steps"]:
+            if s.get("step") != row["step"]:
+                continue
+            v = s if row["parameter"] == "all parameters" else s.get("params", {}).get(row["parameter"])
+            if v is not None and row["norm"] in v and close(v[row["norm"]], row["value"]):
+                count("norms")
+                return
+    fail("norms", f"{row} not in a divergence report")
+
+
 def heatmaps(value):
     if isinstance(value, dict):
         if "heatmap" in value and isinstance(value["heatmap"], dict):
@@ -387,6 +402,7 @@ ROW_CHECKS = [
     (lambda r: "curve" in r, check_accuracy),
     (lambda r: "run" in r and "loss" in r, check_loss),
     (lambda r: "optimizer" in r, check_divergence),
+    (lambda r: "norm" in r and "parameter" in r, check_divergence_norm),
     (lambda r: "peak" in r, check_peak),
     (lambda r: "time [95% CI]" in r, check_scaling_time),
     (lambda r: "commit" in r and "start" in r, check_history),

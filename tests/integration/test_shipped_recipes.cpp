@@ -217,6 +217,12 @@ TEST_P(ShippedRecipe, RunsAtASmallSize) {
   EXPECT_NE(read_file(page).find("<h2>" + run.figure_section + "</h2>"), std::string::npos)
       << run.recipe << ": no section '" << run.figure_section << "' in the report";
   EXPECT_EQ(report.out.find(" 0 plot(s)"), std::string::npos) << report.out;
+  // Every value the figure plots is the value of the run's result files.
+  const std::string values = (dir.path / "values.txt").string();
+  const int status = std::system((std::string(D5_PYTHON) + " " D5_SOURCE_DIR "/tests/integration/check_report_values.py " +
+                                  page + " " + (dir.path / "results").string() + " > " + values + " 2>&1")
+                                     .c_str());
+  EXPECT_EQ(status, 0) << read_file(values);
 }
 
 INSTANTIATE_TEST_SUITE_P(Recipes, ShippedRecipe, ::testing::ValuesIn(small_runs()), [](const auto& info) {
