@@ -1,4 +1,4 @@
-"""Recipes (docs/recipes.md) from Python: `d5 run` of the build the package came with."""
+"""Recipes (docs/recipes.md) from Python: `d5 run` of the package's own d5, or of the build it came from."""
 from __future__ import annotations
 
 import json
@@ -11,15 +11,17 @@ from typing import Any, Optional
 from . import _core
 
 
-def d5_executable() -> str:
-    """The d5 command line: $D5_BINARY, else the build's (recorded at build time), else d5 on PATH."""
-    candidates = [os.environ.get("D5_BINARY", "")]
+def d5_executable(search_path: bool = True) -> str:
+    """The d5 command line: $D5_BINARY, else the one an installed package carries (_d5/bin/d5),
+    else the build's (recorded at build time), else (with search_path) d5 on PATH."""
+    candidates = [os.environ.get("D5_BINARY", ""), os.path.join(os.path.dirname(os.path.abspath(__file__)), "_d5", "bin", "d5")]
     try:
         from ._paths import D5_EXECUTABLE
         candidates.append(D5_EXECUTABLE)
     except ImportError:
         pass
-    candidates.append(shutil.which("d5") or "")
+    if search_path:
+        candidates.append(shutil.which("d5") or "")
     for c in candidates:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return c

@@ -1,5 +1,6 @@
 """d5.stats against hand-computed values and published tables; d5.info; d5.load_results."""
 import json
+import pathlib
 import subprocess
 
 import pytest
@@ -62,15 +63,7 @@ def test_load_results_reads_what_d5_wrote_and_refuses_what_it_did_not(tmp_path, 
         d5.load_results(tmp_path / "missing.json")
 
 
-RECIPE = """recipe: py-tiny
-division: open
-entries:
-  - name: gemm
-    command: ops bench
-    fixed: {mode: check}
-    mutable: {limit: 1, min-time: 0.01, max-time: 0.1}
-    grid: {suite: [deepbench-gemm-training]}
-"""
+RECIPE = (pathlib.Path(__file__).parent / "data" / "tiny-recipe.yaml").read_text()
 
 
 def test_run_recipe_runs_d5_run_and_returns_its_result(tmp_path, d5_binary):
@@ -84,3 +77,19 @@ def test_run_recipe_runs_d5_run_and_returns_its_result(tmp_path, d5_binary):
     assert (tmp_path / "out").is_dir() and any((tmp_path / "out").iterdir())
     with pytest.raises(d5.Error, match="d5 run .* failed"):
         d5.run_recipe(tmp_path / "missing.yaml")
+
+
+def test_d5_command_without_a_d5_binary_is_an_io_error_not_a_loop(monkeypatch, capsys, tmp_path):
+    # The environment's `d5` entry point never runs d5 from PATH (that is itself); with no package
+    # binary and no build binary it ends like d5's own I/O errors. Its success is in check_pip_install.sh.
+    from deep500 import _paths, cli
+    monkeypatch.delenv("D5_BINARY", raising=False)
+    monkeypatch.setattr(_paths, "D5_EXECUTABLE", str(tmp_path / "no-d5"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    (tmp_path / "d5").write_text("#!/bin/sh\nexit 0\n")
+    (tmp_path / "d5").chmod(0o755)
+    with pytest.raises(SystemExit) as ended:
+        cli.main()
+    assert ended.value.code == 4
+    assert "no d5 executable" in capsys.readouterr().err
+    assert d5.recipes.d5_executable() == str(tmp_path / "d5")  # run_recipe itself may use PATH's

@@ -32,6 +32,18 @@ if [ -d "$SRC/third_party/vega/node_modules/vega" ]; then
        -o "$TMP/report.html"
   [ -s "$TMP/report.html" ] || { echo "FAIL the installed d5 drew no report"; fail=1; }
 fi
+# A program of the user's own, outside PREFIX/bin, linked against the installed libdeep500, finds
+# the installed data through the library's own path.
+cat > "$TMP/probe.cpp" <<'EOF'
+#include <deep500/core/data_paths.h>
+#include <cstdio>
+int main() { std::puts(d5::locate_data("D5_PROBE_UNSET", "/nonexistent", "share/deep500/recipes").c_str()); }
+EOF
+step build-probe "${CXX:-c++}" -std=c++20 "$TMP/probe.cpp" -I"$PREFIX/include" -L"$PREFIX/lib" -ldeep500 \
+     -Wl,-rpath,"$PREFIX/lib" -o "$TMP/probe"
+step run-probe "$TMP/probe"
+grep -qx "$(realpath "$PREFIX")/share/deep500/recipes" "$TMP/run-probe.log" ||
+  { echo "FAIL a program linked against the installed libdeep500 does not find its data: $(cat "$TMP/run-probe.log")"; fail=1; }
 step configure-example cmake -S "$SRC/examples/extend_deep500" -B "$TMP/example" -DCMAKE_PREFIX_PATH="$PREFIX" \
      -DCMAKE_BUILD_TYPE=Release
 step build-example cmake --build "$TMP/example" -j 2
