@@ -2,13 +2,15 @@
 
 #include <omp.h>
 
+#include <atomic>
+
 #include "deep500/core/backend.h"
 #include "deep500/core/error.h"
 
 namespace d5 {
 
 namespace {
-int g_requested = 0;
+std::atomic<int> g_requested = 0;
 }
 
 void set_num_threads(int n) {
@@ -18,6 +20,10 @@ void set_num_threads(int n) {
   omp_set_num_threads(n);
   for (const auto& b : backends())
     if (b.set_threads) b.set_threads(n);
+}
+
+void apply_thread_settings_to_this_thread() {
+  if (const int n = g_requested.load(); n > 0) omp_set_num_threads(n);
 }
 
 ThreadSettings thread_settings() {

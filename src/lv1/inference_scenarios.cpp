@@ -19,6 +19,7 @@
 
 #include "deep500/core/device_allocator.h"
 #include "deep500/core/error.h"
+#include "deep500/core/threads.h"
 #include "deep500/metrics/energy.h"
 
 namespace d5 {
@@ -136,6 +137,7 @@ class SystemUnderTest {
   };
 
   void serve() {
+    apply_thread_settings_to_this_thread();
     for (;;) {
       size_t take = 0;
       {

@@ -14,6 +14,13 @@ struct ThreadSettings {
 
 // n <= 0 leaves every library at its default. Throws InvalidArgument for absurd values.
 void set_num_threads(int n);
+// As the calling thread sees them (OpenMP's count is the calling thread's).
 ThreadSettings thread_settings();
+
+// OpenMP's thread count is a setting of each thread: a thread started after set_num_threads runs
+// its parallel regions (oneDNN's primitives among them) with the library default, every core,
+// until it applies the requested count. Every thread d5 starts to run operators calls this first;
+// no-op when no count was requested.
+void apply_thread_settings_to_this_thread();
 
 }  // namespace d5
