@@ -64,6 +64,8 @@ std::string render_console(const json& m) {
   line("host", m["hostname"].get<std::string>());
   std::string threads = fmt::format("openmp {}", m["threads"]["omp_max_threads"].get<int>());
   for (const auto& [name, n] : m["threads"]["backends"].items()) threads += fmt::format(", {} {}", name, n.get<int>());
+  threads += fmt::format("; on cpus {} ({} of {} logical)", m["threads"]["allowed_cpus"].get<std::string>(),
+                         m["threads"]["allowed_cpu_count"].get<int>(), m["cpu"]["logical_cores"].get<int>());
   line("threads", threads);
   const json& wall = m["clocks"]["wall"];
   line("clock", fmt::format("wall: resolution {:g} ns (observed {:g} ns), {:.1f} ns per read",

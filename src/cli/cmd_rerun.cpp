@@ -98,6 +98,14 @@ std::string default_into(const std::string& result, bool recipe) {
   return (p.parent_path() / (p.stem().string() + ".rerun.json")).string();
 }
 
+// The CPU set a manifest's process could run on ("0-3"); empty when it does not say.
+std::string allowed_cpus_of(const json& manifest) {
+  const auto threads = manifest.find("threads");
+  if (threads == manifest.end() || !threads->is_object()) return "";
+  const auto cpus = threads->find("allowed_cpus");
+  return cpus != threads->end() && cpus->is_string() ? cpus->get<std::string>() : "";
+}
+
 int run_rerun(const RerunOpts& o, const GlobalOptions& g) {
   const Results old = read_results(o.result);
   const json& manifest = old.manifest;
@@ -156,6 +164,12 @@ int run_rerun(const RerunOpts& o, const GlobalOptions& g) {
                         build_info().git_revision.substr(0, 12));
   else if (!same_build)
     text += fmt::format("note: build {} from a modified tree; the two builds may differ\n", old_rev.substr(0, 12));
+  // A binding (taskset, a cpuset) changes times and is not a d5 option the rerun could repeat.
+  const std::string old_cpus = allowed_cpus_of(manifest), new_cpus = allowed_cpus_of(after.manifest);
+  const bool cpus_differ = !old_cpus.empty() && !new_cpus.empty() && old_cpus != new_cpus;
+  if (cpus_differ)
+    text += fmt::format("note: the original ran on cpus {}, this rerun on cpus {}: bind it as the original was "
+                        "(taskset -c {} d5 rerun ...)\n", old_cpus, new_cpus, old_cpus);
   text += fmt::format("{}: {} (rerun in {})\n", o.result, reproduced ? "REPRODUCED" : "NOT REPRODUCED", where);
   json j = {{"schema", "deep500.rerun"},
             {"schema_version", 1},
@@ -167,6 +181,7 @@ int run_rerun(const RerunOpts& o, const GlobalOptions& g) {
             {"comparison", to_json(cmp)},
             {"outputs", {{"cases", outputs.cases}, {"identical", outputs.identical}, {"differences", outputs.differences}}},
             {"verdict", reproduced ? "REPRODUCED" : "NOT REPRODUCED"}};
+  if (cpus_differ) j["cpus"] = {{"original", old_cpus}, {"rerun", new_cpus}};
   emit_text(text, j, o.out);
   return reproduced ? kExitOk : kExitFailed;
 }

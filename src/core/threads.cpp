@@ -1,8 +1,12 @@
 #include "deep500/core/threads.h"
 
 #include <omp.h>
+#include <sched.h>
 
+#include <algorithm>
 #include <atomic>
+
+#include <fmt/format.h>
 
 #include "deep500/core/backend.h"
 #include "deep500/core/error.h"
@@ -11,6 +15,30 @@ namespace d5 {
 
 namespace {
 std::atomic<int> g_requested = 0;
+
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+}  // namespace
+
+std::string format_cpu_list(std::vector<int> cpus) {
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += j == i ? fmt::format("{}", cpus[i]) : fmt::format("{}-{}", cpus[i], cpus[j]);
+    i = j + 1;
+  }
+  return out;
 }
 
 void set_num_threads(int n) {
@@ -32,6 +60,7 @@ ThreadSettings thread_settings() {
   s.omp_max_threads = omp_get_max_threads();
   for (const auto& b : backends())
     if (b.get_threads) s.backends[b.name] = b.get_threads();
+  s.allowed_cpus = allowed_cpus();
   return s;
 }
 

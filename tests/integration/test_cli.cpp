@@ -87,6 +87,22 @@ TEST(CliInfo, ThreadsReachOpenMp) {
   for (const auto& [name, n] : j["threads"]["backends"].items()) EXPECT_EQ(n, 1) << name;
 }
 
+TEST(CliInfo, TheManifestRecordsTheCpusTheProcessMayRunOn) {
+  const auto all = nlohmann::json::parse(run_d5({"info", "--format", "json"}).out);
+  const int count = all["threads"]["allowed_cpu_count"];
+  EXPECT_GE(count, 1);
+  EXPECT_LE(count, all["cpu"]["logical_cores"].get<int>());  // a container's cpuset may hold fewer
+  // taskset (util-linux, in every Debian) binds it to the first CPU it may use; OpenMP's default follows.
+  const std::string cpus = all["threads"]["allowed_cpus"];
+  const std::string first = cpus.substr(0, cpus.find_first_of(",-"));
+  const auto r = run_process("/usr/bin/taskset", {"-c", first, d5_binary(), "info", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto bound = nlohmann::json::parse(r.out);
+  EXPECT_EQ(bound["threads"]["allowed_cpus"], first);
+  EXPECT_EQ(bound["threads"]["allowed_cpu_count"], 1);
+  EXPECT_EQ(bound["threads"]["omp_max_threads"], 1);
+}
+
 TEST(CliInfo, DefaultThreadsAgreeAcrossLibraries) {
   // LibTorch's lazy initialization must not leave OpenMP (and so oneDNN) at another count.
   const auto j = nlohmann::json::parse(run_d5({"info", "--format", "json"}).out);

@@ -92,10 +92,13 @@ TEST_F(CliRerun, RerunReproducesAResultFileAndCatchesADifferentOutput) {
   EXPECT_NE(r.out.find("outputs: 1 of 1 case(s) bitwise identical"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("times: shown, not judged"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(": REPRODUCED"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("taskset"), std::string::npos) << r.out;  // same CPUs: nothing to say
   EXPECT_TRUE(fs::exists(dir_.file("r.rerun.json")));
 
   // The same rerun against a result whose fourth loss differs in the last place.
+  // It also ran bound to a CPU set this rerun does not have: the rerun says how to bind it.
   json tampered = load(out);
+  tampered["manifest"]["threads"]["allowed_cpus"] = "4095";
   for (auto& m : tampered["cases"][0]["metrics"])
     if (m["name"] == "loss") m["samples"][3] = std::nextafter(m["samples"][3].get<double>(), 10.0);
   std::ofstream(dir_.file("t.json")) << tampered.dump();
@@ -106,6 +109,10 @@ TEST_F(CliRerun, RerunReproducesAResultFileAndCatchesADifferentOutput) {
   EXPECT_FALSE(j["times_judged"].get<bool>());
   ASSERT_EQ(j["outputs"]["differences"].size(), 1u);
   EXPECT_NE(j["outputs"]["differences"][0].get<std::string>().find("loss sample 3"), std::string::npos);
+  EXPECT_EQ(j["cpus"]["original"], "4095");
+  EXPECT_EQ(j["cpus"]["rerun"], load(dir_.file("t.rerun.json"))["manifest"]["threads"]["allowed_cpus"]);
+  const auto text = run_d5({"rerun", dir_.file("t.json"), "--outputs-only"});
+  EXPECT_NE(text.out.find("taskset -c 4095 d5 rerun"), std::string::npos) << text.out;
 }
 
 // The original with its step times scaled by `factor`.

@@ -3,6 +3,7 @@
 // and every backend that registered a thread hook (LibTorch intra-op and inter-op pools).
 #include <map>
 #include <string>
+#include <vector>
 
 namespace d5 {
 
@@ -10,7 +11,13 @@ struct ThreadSettings {
   int requested = 0;                      // 0 = library defaults
   int omp_max_threads = 0;                // as OpenMP reports after setting
   std::map<std::string, int> backends;    // backend -> threads it reports using
+  // The CPUs the calling thread may run on (sched_getaffinity): fewer than the host's under
+  // `taskset`, a cgroup's cpuset or a batch scheduler's binding; empty when it cannot be read.
+  std::vector<int> allowed_cpus;
 };
+
+// "0-3,6,8-9": the kernel's cpulist notation, ascending; empty for none.
+std::string format_cpu_list(std::vector<int> cpus);
 
 // n <= 0 leaves every library at its default. Throws InvalidArgument for absurd values.
 void set_num_threads(int n);

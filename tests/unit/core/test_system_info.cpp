@@ -3,6 +3,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <regex>
 #include <set>
@@ -13,6 +14,7 @@
 #include "core/sysfs_parse.h"
 #include "deep500/core/device.h"
 #include "deep500/core/system_info.h"
+#include "deep500/core/threads.h"
 
 namespace d5 {
 
@@ -240,6 +242,24 @@ TEST(Time, NowIsIso8601AndCurrent) {
   const auto after = iso8601_utc(std::chrono::system_clock::now() + std::chrono::seconds(1));
   EXPECT_LE(before, now);  // ISO 8601 strings of the same width sort chronologically
   EXPECT_LE(now, after);
+}
+
+
+TEST(CpuList, FormatsRangesAsTheKernelDoes) {
+  EXPECT_EQ(format_cpu_list({}), "");
+  EXPECT_EQ(format_cpu_list({0}), "0");
+  EXPECT_EQ(format_cpu_list({0, 1}), "0-1");
+  EXPECT_EQ(format_cpu_list({6, 0, 2, 1, 3, 9, 8, 3}), "0-3,6,8-9");  // unsorted, a duplicate
+  EXPECT_EQ(format_cpu_list({1, 3, 5}), "1,3,5");
+  // The kernel's own notation: unbound, the process may run on every online CPU, and the list
+  // reads as /sys/devices/system/cpu/online does.
+  const ThreadSettings t = thread_settings();
+  ASSERT_FALSE(t.allowed_cpus.empty());
+  if (static_cast<long>(t.allowed_cpus.size()) == sysconf(_SC_NPROCESSORS_ONLN)) {
+    std::string online = detail::read_text_file("/sys/devices/system/cpu/online").value_or("");
+    while (!online.empty() && std::isspace(static_cast<unsigned char>(online.back()))) online.pop_back();
+    EXPECT_EQ(format_cpu_list(t.allowed_cpus), online);
+  }
 }
 
 }  // namespace d5
