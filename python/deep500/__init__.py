@@ -29,6 +29,7 @@ from .recipes import run_recipe  # noqa: F401
 from .training import (  # noqa: F401
     Trainer,
     UpdateRule,
+    data_loader,
     dataset,
     optimizer,
     optimizers,
@@ -42,7 +43,7 @@ __all__ = [
     "Tensor", "Unimplemented", "__version__", "info", "tensor", "op", "ops", "stats", "test_forward",
     "test_gradient", "load_results", "CustomOperator", "register_op", "Network", "Executor", "models",
     "load_onnx", "save_onnx", "from_torch", "executor", "test_executor", "measure", "from_dlpack",
-    "run_recipe", "Trainer", "UpdateRule", "dataset", "optimizer", "optimizers", "sampler", "test_optimizer", "test_training",
+    "run_recipe", "Trainer", "UpdateRule", "data_loader", "dataset", "optimizer", "optimizers", "sampler", "test_optimizer", "test_training",
 ]
 
 

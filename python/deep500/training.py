@@ -20,6 +20,21 @@ def sampler(name: str, dataset: "_core.Dataset", batch: int, seed: int = 0, drop
     return _core._sampler(name, dataset, batch, seed, drop_last)
 
 
+def data_loader(dataset: "_core.Dataset", sampler: Optional["_core.Sampler"] = None, batch: Optional[int] = None,
+                seed: int = 0, prefetch: int = 2, workers: int = 1) -> "_core.DataLoader":
+    """d5's data loader over `dataset`: `workers` C++ threads fetch and assemble up to `prefetch`
+    batches ahead of the consumer, without the GIL (prefetch 0: each batch is made in next()).
+    The batches and their order are the sampler's (the loader draws from one of its own made like
+    it, from the first epoch; default a shuffling sampler of `batch` with `seed`), whatever
+    prefetch and workers are.
+    `for batch in loader` runs over one epoch, as dicts of d5.Tensors; the next loop, the next epoch."""
+    if sampler is None:
+        if batch is None:
+            raise _core.InvalidArgument("data_loader: give a sampler, or the batch size of a shuffling one")
+        sampler = globals()["sampler"]("shuffle", dataset, batch, seed)
+    return _core._data_loader(dataset, sampler, prefetch, workers)
+
+
 class UpdateRule:
     """An update rule written in Python, driven by d5's trainer (the original work's UpdateRule).
 
@@ -62,17 +77,29 @@ def optimizers() -> "list[tuple[str, str]]":
 class Trainer:
     """Trains the optimizer's executor on `dataset`, as `d5 train` does (d5's Trainer).
 
+    Batches come from `sampler` (default a shuffling one of `batch` with `seed`), fetched in each
+    step, or from `loader` (d5.data_loader: produced ahead by its workers, as `d5 train
+    --prefetch` does; its dataset is the training set, `dataset` may then be left out).
     train() returns the result case `d5 train` writes (metrics step_time, throughput, loss,
     training_accuracy, test_<measure>, time_to_target; curves in "extra"), as a dict.
     """
 
-    def __init__(self, optimizer: "_core.Optimizer", dataset: "_core.Dataset", test_set: Optional["_core.Dataset"] = None,
-                 sampler: Optional["_core.Sampler"] = None, batch: Optional[int] = None, seed: int = 0):
-        if sampler is None:
-            if batch is None:
-                raise _core.InvalidArgument("Trainer: give a sampler, or the batch size of a shuffling one")
-            sampler = globals()["sampler"]("shuffle", dataset, batch, seed)
-        self.optimizer, self.dataset, self.test_set, self.sampler = optimizer, dataset, test_set, sampler
+    def __init__(self, optimizer: "_core.Optimizer", dataset: Optional["_core.Dataset"] = None,
+                 test_set: Optional["_core.Dataset"] = None, sampler: Optional["_core.Sampler"] = None,
+                 batch: Optional[int] = None, seed: int = 0, loader: Optional["_core.DataLoader"] = None):
+        if loader is not None:
+            if sampler is not None or batch is not None:
+                raise _core.InvalidArgument("Trainer: a loader brings its own sampler; give the loader, or a sampler")
+            batches = loader
+        elif sampler is not None:
+            batches = sampler
+        elif dataset is None:
+            raise _core.InvalidArgument("Trainer: give a dataset (with a sampler or a batch size), or a data loader")
+        elif batch is None:
+            raise _core.InvalidArgument("Trainer: give a sampler, or the batch size of a shuffling one")
+        else:
+            batches = globals()["sampler"]("shuffle", dataset, batch, seed)
+        self.optimizer, self.dataset, self.test_set, self.batches = optimizer, dataset, test_set, batches
         self._trained = False
         self._events: list = []
 
@@ -91,7 +118,7 @@ class Trainer:
         if self._trained:
             raise _core.InvalidArgument("Trainer.train() runs once; make another Trainer to train again")
         self._trained = True
-        return _core._train(self.optimizer, self.dataset, self.test_set, self.sampler, epochs, max_steps, target,
+        return _core._train(self.optimizer, self.dataset, self.test_set, self.batches, epochs, max_steps, target,
                             list(quality), time_limit, self._events)
 
 
@@ -123,8 +150,9 @@ def test_optimizer(optimizer: Any, twin: str, model: str = "lenet5", batch: int 
     raise _core.InvalidArgument(f"test_optimizer: {optimizer!r} is neither an optimizer's name nor a d5.UpdateRule")
 
 
-def test_training(optimizer: "_core.Optimizer", dataset: "_core.Dataset", test_set: Optional["_core.Dataset"] = None,
-                  batch: Optional[int] = None, sampler: Optional["_core.Sampler"] = None, seed: int = 0,
-                  **train_options: Any) -> dict:
+def test_training(optimizer: "_core.Optimizer", dataset: Optional["_core.Dataset"] = None,
+                  test_set: Optional["_core.Dataset"] = None, batch: Optional[int] = None,
+                  sampler: Optional["_core.Sampler"] = None, seed: int = 0,
+                  loader: Optional["_core.DataLoader"] = None, **train_options: Any) -> dict:
     """The original work's entry point: one Trainer, trained once; the result case as a dict."""
-    return Trainer(optimizer, dataset, test_set, sampler, batch, seed).train(**train_options)
+    return Trainer(optimizer, dataset, test_set, sampler, batch, seed, loader).train(**train_options)

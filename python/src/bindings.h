@@ -22,6 +22,7 @@ void bind_custom_ops(py::module_& m);
 void bind_networks(py::module_& m);
 void bind_dlpack(py::module_& m);  // after bind_tensor
 void bind_training(py::module_& m);  // after bind_networks
+void bind_data_loader(py::module_& m);  // after bind_training
 
 // A d5 Tensor for a Python object: a d5.Tensor as is, anything exporting a C-contiguous buffer
 // (a NumPy array, a CPU torch tensor's .numpy()) without a copy, its memory kept alive by a

@@ -16,4 +16,5 @@ PYBIND11_MODULE(_core, m) {
   d5::python::bind_networks(m);
   d5::python::bind_dlpack(m);
   d5::python::bind_training(m);
+  d5::python::bind_data_loader(m);
 }

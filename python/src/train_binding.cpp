@@ -22,20 +22,12 @@
 #include "deep500/train/samplers.h"
 #include "deep500/train/trainer.h"
 #include "py_network.h"
+#include "py_training.h"
 #include "py_tensor.h"
 
 namespace d5::python {
 
 namespace {
-
-struct PyDataset {
-  std::shared_ptr<Dataset> set;
-};
-
-struct PySampler {
-  std::shared_ptr<Sampler> sampler;
-  std::shared_ptr<Dataset> set;  // the sampler reads it
-};
 
 struct PyOptimizer {
   std::shared_ptr<Optimizer> opt;
@@ -224,10 +216,12 @@ py::dict step(PyOptimizer& o, const py::dict& feeds, const std::string& loss) {
   return tensors_to_python(out);
 }
 
-py::dict train(PyOptimizer& o, const PyDataset& train_set, const std::optional<PyDataset>& test_set,
-               const PySampler& sampler, int64_t epochs, int64_t max_steps, const std::optional<std::string>& target,
-               const std::vector<std::string>& quality, double time_limit,
-               const std::vector<std::pair<std::string, py::function>>& events) {
+// `batches`: a d5.Sampler over train_set (batches fetched in the step), or a d5.DataLoader
+// (produced ahead by its workers; its dataset is the training set).
+py::dict train(PyOptimizer& o, const std::optional<PyDataset>& train_set, const std::optional<PyDataset>& test_set,
+               const py::object& batches, int64_t epochs,
+               int64_t max_steps, const std::optional<std::string>& target, const std::vector<std::string>& quality,
+               double time_limit, const std::vector<std::pair<std::string, py::function>>& events) {
   auto python_events = std::make_shared<PythonTrainingEvents>(events);
   TrainingOptions options;
   options.epochs = epochs;
@@ -235,13 +229,24 @@ py::dict train(PyOptimizer& o, const PyDataset& train_set, const std::optional<P
   options.quality = quality;
   options.time_limit_s = time_limit;
   if (target) options.target = parse_quality_target(*target);
+  PySampler* sampler = py::isinstance<PySampler>(batches) ? batches.cast<PySampler*>() : nullptr;
+  PyDataLoader* loader = py::isinstance<PyDataLoader>(batches) ? batches.cast<PyDataLoader*>() : nullptr;
+  D5_CHECK_ARG(sampler || loader, "Trainer: batches come from a d5.Sampler or a d5.DataLoader, not a {}",
+               py::str(py::type::of(batches).attr("__name__")).cast<std::string>());
+  D5_CHECK_ARG(!sampler || train_set, "Trainer: a sampler needs the dataset it draws from");
+  D5_CHECK_ARG(!loader || !train_set || train_set->set == loader->set,
+               "Trainer: the data loader reads another dataset than the one given; give the loader alone");
+  const Dataset* test = test_set ? test_set->set.get() : nullptr;
   CaseResult c;
   {
     py::gil_scoped_release release;
-    Trainer trainer(*o.executor.ex, *train_set.set, test_set ? test_set->set.get() : nullptr, *o.opt,
-                    *sampler.sampler, options);
-    if (!events.empty()) trainer.add_event(python_events);
-    const TrainingResult r = trainer.train();
+    std::optional<Trainer> trainer;
+    if (sampler)
+      trainer.emplace(*o.executor.ex, *train_set->set, test, *o.opt, *sampler->sampler, options);
+    else
+      trainer.emplace(*o.executor.ex, *loader->loader, test, *o.opt, options);
+    if (!events.empty()) trainer->add_event(python_events);
+    const TrainingResult r = trainer->train();
     c = training_case(o.executor.net->name(), o.executor.ex->backend(), options, r);
   }
   return py::cast<py::dict>(json_to_python(to_json(c).dump()));
@@ -276,12 +281,12 @@ void bind_training(py::module_& m) {
   m.def(
       "_sampler",
       [](const std::string& name, const PyDataset& d, int64_t batch, uint64_t seed, bool drop_last) {
-        return PySampler{std::shared_ptr<Sampler>(make_sampler(name, *d.set, batch, drop_last, seed)), d.set};
+        return PySampler{std::shared_ptr<Sampler>(make_sampler(name, *d.set, batch, drop_last, seed)), d.set, name};
       },
       py::arg("name"), py::arg("dataset"), py::arg("batch"), py::arg("seed"), py::arg("drop_last"));
   m.def("_optimizer", &make, py::arg("name"), py::arg("executor"), py::arg("hyper"));
   m.def("_python_rule_optimizer", &make_python_rule, py::arg("rule"), py::arg("executor"), py::arg("lr"));
-  m.def("_train", &train, py::arg("optimizer"), py::arg("train_set"), py::arg("test_set"), py::arg("sampler"),
+  m.def("_train", &train, py::arg("optimizer"), py::arg("train_set"), py::arg("test_set"), py::arg("batches"),
         py::arg("epochs"), py::arg("max_steps"), py::arg("target"), py::arg("quality"), py::arg("time_limit"),
         py::arg("events"));
   m.def("_test_optimizer", &compare_optimizers, py::arg("optimizer"), py::arg("twin"), py::arg("model"),
