@@ -95,7 +95,8 @@ TEST(CliInfo, TheManifestRecordsTheCpusTheProcessMayRunOn) {
   // taskset (util-linux, in every Debian) binds it to the first CPU it may use; OpenMP's default follows.
   const std::string cpus = all["threads"]["allowed_cpus"];
   const std::string first = cpus.substr(0, cpus.find_first_of(",-"));
-  const auto r = run_process("/usr/bin/taskset", {"-c", first, d5_binary(), "info", "--format", "json"});
+  const auto r = run_process("/usr/bin/env", {"-u", "OMP_NUM_THREADS", "/usr/bin/taskset", "-c", first, d5_binary(),
+                                              "info", "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto bound = nlohmann::json::parse(r.out);
   EXPECT_EQ(bound["threads"]["allowed_cpus"], first);
