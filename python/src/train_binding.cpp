@@ -219,9 +219,9 @@ py::dict step(PyOptimizer& o, const py::dict& feeds, const std::string& loss) {
 // `batches`: a d5.Sampler over train_set (batches fetched in the step), or a d5.DataLoader
 // (produced ahead by its workers; its dataset is the training set).
 py::dict train(PyOptimizer& o, const std::optional<PyDataset>& train_set, const std::optional<PyDataset>& test_set,
-               const py::object& batches, int64_t epochs,
-               int64_t max_steps, const std::optional<std::string>& target, const std::vector<std::string>& quality,
-               double time_limit, const std::vector<std::pair<std::string, py::function>>& events) {
+               const py::object& batches, int64_t epochs, int64_t max_steps, const std::optional<std::string>& target,
+               const std::vector<std::string>& quality, double time_limit,
+               const std::vector<std::pair<std::string, py::function>>& events) {
   auto python_events = std::make_shared<PythonTrainingEvents>(events);
   TrainingOptions options;
   options.epochs = epochs;

@@ -1,5 +1,10 @@
 #include "cli_common.h"
 
+#include <stdlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -88,6 +93,14 @@ std::map<std::string, double> parse_hyperparameters(const std::vector<std::strin
     h[key] = *v;
   }
   return h;
+}
+
+std::string make_unique_directory(const std::string& base, const std::string& prefix) {
+  // mkdtemp's template ends in six X, which it replaces with the unique suffix.
+  std::string path = (std::filesystem::path(base) / (prefix + "-" + std::string(6, 'X'))).string();
+  D5_CHECK(::mkdtemp(path.data()) != nullptr, IoError, "cannot create a directory in '{}': {}", base,
+           std::strerror(errno));
+  return path;
 }
 
 }  // namespace d5::cli

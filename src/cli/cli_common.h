@@ -92,5 +92,8 @@ std::vector<Problem> select_problems(const std::vector<Problem>& all, const std:
                                      const std::string& filter, int64_t limit);
 // --backend's names (default: every backend built in); InvalidArgument for a name no build has.
 std::vector<std::string> chosen_backends(const std::vector<std::string>& requested);
+// A new directory `base`/`prefix`-<unique suffix>, created (mkdtemp): two processes never get the
+// same one. IoError naming `base` when it cannot be created.
+std::string make_unique_directory(const std::string& base, const std::string& prefix);
 
 }  // namespace d5::cli

@@ -272,11 +272,7 @@ class GeneratedImages {
     D5_CHECK_ARG(spec.data_dir.empty(), "--generate-images writes the data itself: leave out --data-dir (given '{}')",
                  spec.data_dir);
     const fs::path base = a.work_dir.empty() ? fs::temp_directory_path() : fs::path(a.work_dir);
-    // mkdtemp replaces the trailing six X with a unique suffix and creates the directory.
-    std::string unique_dir = (base / "d5-data-bench-XXXXXX").string();
-    D5_CHECK(::mkdtemp(unique_dir.data()) != nullptr, IoError, "cannot create a directory in '{}': {}", base.string(),
-             std::strerror(errno));
-    dir_ = unique_dir;
+    dir_ = make_unique_directory(base.string(), "d5-data-bench");
     SyntheticImagesOptions o;
     o.images = a.generate_images;
     o.side = a.image_size;

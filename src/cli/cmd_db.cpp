@@ -1,11 +1,7 @@
 // d5 db: the result history (docs/db.md): import result files, query them, a case's history,
 // regressions between consecutive runs (exit 1 when there is one), submissions of recipe runs to
 // ranked lists (exit 1 when a bundle is refused).
-#include <stdlib.h>
-
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -159,13 +155,8 @@ int run_regressions(const DbOpts& o) {
 // else a problem naming the differences (or the log).
 bool rerun_outputs(const std::string& summary, std::vector<std::string>& problems) {
   namespace fs = std::filesystem;
-  // mkdtemp replaces the trailing XXXXXX with a unique name and creates the directory: two
-  // submissions verified at once never rerun into one place.
-  std::string unique_dir = (fs::temp_directory_path() / "d5-submit-XXXXXX").string();
-  if (!mkdtemp(unique_dir.data()))
-    D5_THROW(IoError, "cannot create a temporary directory for the rerun under {}: {}",
-             fs::temp_directory_path().string(), std::strerror(errno));
-  const fs::path work(unique_dir);
+  // Two submissions verified at once never rerun into one place.
+  const fs::path work(make_unique_directory(fs::temp_directory_path().string(), "d5-submit"));
   const std::string out = (work / "rerun.json").string(), log = (work / "rerun.log").string();
   const ProcessOutcome p = run_process(self_executable(),
                                        {"rerun", "--outputs-only", summary, "--into", (work / "runs").string(),
