@@ -32,7 +32,11 @@ class CartPoles:
     def step(self, action):
         x, x_dot, th, th_dot = self.s.T
         force = np.where(action == 1, FORCE, -FORCE)
-        c, s = np.cos(th), np.sin(th)
+        # Gym's scalar math.cos/math.sin (glibc's, as d5's std::cos): NumPy's vector cos and sin fall
+        # back to glibc per call when the fresh output happens to sit next to the input, which made the
+        # twin's last bits, and over 10^5 steps its result, depend on the heap layout of each process.
+        c = np.fromiter(map(math.cos, th), dtype=np.float64, count=len(th))
+        s = np.fromiter(map(math.sin, th), dtype=np.float64, count=len(th))
         temp = (force + POLE_ML * th_dot ** 2 * s) / TOTAL
         th_acc = (GRAVITY * s - c * temp) / (HALF * (4.0 / 3.0 - POLE * c ** 2 / TOTAL))
         x_acc = temp - POLE_ML * th_acc * c / TOTAL
