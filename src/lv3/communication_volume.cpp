@@ -28,9 +28,22 @@ void CommunicationVolume::record_collective(const std::string& op, int64_t bytes
   c.time_s += seconds;
 }
 
+void CommunicationVolume::record_staging_to_host(int64_t bytes, double seconds) {
+  staging_.bytes_to_host += bytes;
+  ++staging_.copies_to_host;
+  staging_.time_s += seconds;
+}
+
+void CommunicationVolume::record_staging_from_host(int64_t bytes, double seconds) {
+  staging_.bytes_from_host += bytes;
+  ++staging_.copies_from_host;
+  staging_.time_s += seconds;
+}
+
 void CommunicationVolume::reset() {
   for (auto& p : peers_) p = PeerVolume{};
   collectives_.clear();
+  staging_ = StagingVolume{};
   time_s_ = 0;
 }
 
@@ -80,6 +93,11 @@ nlohmann::json CommunicationVolume::to_json() const {
     j["collectives"][op] = {{"calls", c.calls}, {"bytes", c.bytes}, {"time_s", c.time_s},
                             {"algbw", c.algbw()}, {"busbw", busbw(op)}};
   }
+  j["staging"] = {{"bytes_to_host", staging_.bytes_to_host},
+                  {"bytes_from_host", staging_.bytes_from_host},
+                  {"copies_to_host", staging_.copies_to_host},
+                  {"copies_from_host", staging_.copies_from_host},
+                  {"time_s", staging_.time_s}};
   return j;
 }
 

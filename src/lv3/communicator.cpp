@@ -5,7 +5,9 @@
 #include <chrono>
 #include <numeric>
 
+#include "deep500/core/device_allocator.h"
 #include "deep500/core/error.h"
+#include "deep500/dist/host_staging.h"
 
 namespace d5 {
 
@@ -58,6 +60,29 @@ class MeanRequest : public CommRequest {
   int ranks_;
 };
 
+// A nonblocking reduction of a host copy; completing it copies the result back into the tensor.
+class StagedRequest : public CommRequest {
+ public:
+  StagedRequest(CommRequestPtr inner, Tensor host, Tensor target, CommunicationVolume* volume)
+      : inner_(std::move(inner)), host_(std::move(host)), target_(std::move(target)), volume_(volume) {}
+
+ protected:
+  void do_wait() override {
+    inner_->wait();
+    staged_from_host(host_, target_, volume_);
+  }
+  bool do_test() override {
+    if (!inner_->test()) return false;
+    staged_from_host(host_, target_, volume_);
+    return true;
+  }
+
+ private:
+  CommRequestPtr inner_;
+  Tensor host_, target_;
+  CommunicationVolume* volume_;
+};
+
 }  // namespace
 
 void CommRequest::wait() {
@@ -97,6 +122,31 @@ void divide_in_place(void* data, int64_t count, DType dtype, int ranks) {
     default:
       D5_THROW(InvalidArgument, "a mean reduction needs f32 or f64 data, not {}", to_string(dtype));
   }
+
+}
+
+bool Communicator::reaches(Device d) const { return host_accessible(d); }
+
+void Communicator::allreduce(Tensor& t, ReduceOp op) {
+  if (reaches(t.device())) return allreduce(t.data(), t.numel(), t.dtype(), op);
+  Tensor host = staged_to_host(t, &volume_);
+  allreduce(host.data(), host.numel(), host.dtype(), op);
+  staged_from_host(host, t, &volume_);
+}
+
+CommRequestPtr Communicator::iallreduce(Tensor& t, ReduceOp op) {
+  if (reaches(t.device())) return iallreduce(t.data(), t.numel(), t.dtype(), op);
+  Tensor host = staged_to_host(t, &volume_);
+  CommRequestPtr r = iallreduce(host.data(), host.numel(), host.dtype(), op);
+  return std::make_unique<StagedRequest>(std::move(r), std::move(host), t, &volume_);
+}
+
+void Communicator::broadcast(Tensor& t, int root) {
+  if (reaches(t.device())) return broadcast(t.data(), t.numel(), t.dtype(), root);
+  // Only the root's bytes are read; every other rank's are overwritten.
+  Tensor host = rank() == root ? staged_to_host(t, &volume_) : Tensor::uninitialized(t.desc());
+  broadcast(host.data(), host.numel(), host.dtype(), root);
+  if (rank() != root) staged_from_host(host, t, &volume_);
 }
 
 void Communicator::check_peer(int peer, const char* what) const {

@@ -22,6 +22,8 @@ nlohmann::json rank_metrics(const Communicator& comm, const DistributedOptimizer
     if (op != "broadcast" && op != "ibroadcast" && op != "gather" && op != "scatter") bytes += c.bytes;
   }
   const auto steps = static_cast<int64_t>(t.step_s.size());
+  // Copies between a device and the host that let a host-memory communicator carry the tensors.
+  const int64_t staged = v.staging().bytes_to_host + v.staging().bytes_from_host;
   nlohmann::json scheme_facts = nlohmann::json::object();
   if (const auto* sparse = dynamic_cast<const SparseAllreduce*>(&optimizer))
     scheme_facts["dense_steps"] = sparse->dense_steps();
@@ -39,6 +41,7 @@ nlohmann::json rank_metrics(const Communicator& comm, const DistributedOptimizer
                                ? result.training_time_s / static_cast<double>(result.epochs_completed)
                                : 0.0},
           {"bytes_per_step", steps > 0 ? static_cast<double>(bytes) / static_cast<double>(steps) : 0.0},
+          {"staged_bytes_per_step", steps > 0 ? static_cast<double>(staged) / static_cast<double>(steps) : 0.0},
           {"volume", v.to_json()}};
 }
 

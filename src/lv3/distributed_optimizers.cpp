@@ -12,6 +12,17 @@
 
 namespace d5 {
 
+namespace {
+
+// The elements of a list of tensors: the size of its pack_f32 vector, without copying it.
+size_t elements(const std::vector<Tensor>& tensors) {
+  size_t n = 0;
+  for (const auto& t : tensors) n += static_cast<size_t>(t.numel());
+  return n;
+}
+
+}  // namespace
+
 ConsistentDecentralized::ConsistentDecentralized(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm,
                                                  Options o)
     : DistributedOptimizer(std::move(inner), std::move(comm)),
@@ -64,7 +75,7 @@ TensorMap ConsistentCentralized::distributed_step(GraphExecutor& executor, const
   Network& net = executor.network();
   TensorMap out = forward_backward(executor, feeds, loss);
   std::vector<Tensor> grads = gradient_tensors(net);
-  const std::vector<float> mine = pack_f32(grads);
+  const std::vector<float> mine = pack_f32(grads, &comm_->volume());
   const auto n = static_cast<int64_t>(mine.size());
   const bool server = comm_->rank() == root_;
   std::vector<float> all(server ? mine.size() * static_cast<size_t>(comm_->size()) : 0);
@@ -79,15 +90,15 @@ TensorMap ConsistentCentralized::distributed_step(GraphExecutor& executor, const
       for (int64_t i = 0; i < n; ++i) mean[static_cast<size_t>(i)] += g[i];
     }
     divide_in_place(mean.data(), n, DType::f32, comm_->size());
-    unpack_f32(mean, grads);
+    unpack_f32(mean, grads, &comm_->volume());
     apply_update_rules(opt, net);
     count_inner_step();
-    flat_params = pack_f32(params);
+    flat_params = pack_f32(params, &comm_->volume());
   } else {
-    flat_params.resize(pack_f32(params).size());
+    flat_params.resize(elements(params));
   }
   comm_->broadcast(std::span<float>(flat_params), root_);
-  if (!server) unpack_f32(flat_params, params);
+  if (!server) unpack_f32(flat_params, params, &comm_->volume());
   return out;
 }
 
@@ -111,7 +122,7 @@ TensorMap InconsistentCentralized::distributed_step(GraphExecutor& executor, con
     ThreeStepOptimizer& opt = three_step();
     apply_update_rules(opt, net);
     count_inner_step();
-    std::vector<float> pushed(pack_f32(grads).size());
+    std::vector<float> pushed(elements(grads));
     for (int served = 0; served < comm_->size() - 1; ++served) {
       const auto count = static_cast<int64_t>(pushed.size());
       int worker = served + 1;
@@ -120,27 +131,27 @@ TensorMap InconsistentCentralized::distributed_step(GraphExecutor& executor, con
       } else {
         worker = comm_->recv_any(pushed.data(), count, DType::f32, kPushTag);
       }
-      unpack_f32(pushed, grads);
+      unpack_f32(pushed, grads, &comm_->volume());
       apply_update_rules(opt, net);
       count_inner_step();
-      const std::vector<float> now = pack_f32(params);
+      const std::vector<float> now = pack_f32(params, &comm_->volume());
       comm_->send(now.data(), static_cast<int64_t>(now.size()), DType::f32, worker, kPullTag);
     }
   } else {
-    const std::vector<float> mine = pack_f32(grads);
+    const std::vector<float> mine = pack_f32(grads, &comm_->volume());
     comm_->send(mine.data(), static_cast<int64_t>(mine.size()), DType::f32, 0, kPushTag);
-    std::vector<float> fresh(pack_f32(params).size());
+    std::vector<float> fresh(elements(params));
     comm_->recv(fresh.data(), static_cast<int64_t>(fresh.size()), DType::f32, 0, kPullTag);
-    unpack_f32(fresh, params);
+    unpack_f32(fresh, params, &comm_->volume());
   }
   return out;
 }
 
 void InconsistentCentralized::finish(Network& network) {
   std::vector<Tensor> params = parameter_tensors(network);
-  std::vector<float> flat = pack_f32(params);
+  std::vector<float> flat = pack_f32(params, &comm_->volume());
   comm_->broadcast(std::span<float>(flat), 0);
-  unpack_f32(flat, params);
+  unpack_f32(flat, params, &comm_->volume());
 }
 
 StaleSynchronous::StaleSynchronous(std::unique_ptr<Optimizer> inner, std::shared_ptr<Communicator> comm,
@@ -154,7 +165,7 @@ void StaleSynchronous::apply_oldest(Network& network) {
   Pending& p = *pending_.front();
   p.request->wait();
   std::vector<Tensor> grads = gradient_tensors(network);
-  unpack_f32(p.gradient, grads);
+  unpack_f32(p.gradient, grads, &comm_->volume());
   apply_update_rules(three_step(), network);
   count_inner_step();
   pending_.pop_front();
@@ -165,7 +176,7 @@ TensorMap StaleSynchronous::distributed_step(GraphExecutor& executor, const Tens
   Network& net = executor.network();
   TensorMap out = forward_backward(executor, feeds, loss);
   auto p = std::make_unique<Pending>();
-  p->gradient = pack_f32(gradient_tensors(net));
+  p->gradient = pack_f32(gradient_tensors(net), &comm_->volume());
   p->request = comm_->iallreduce(p->gradient.data(), static_cast<int64_t>(p->gradient.size()), DType::f32,
                                  ReduceOp::mean);
   pending_.push_back(std::move(p));
@@ -208,7 +219,7 @@ TensorMap ConsistentNeighbors::distributed_step(GraphExecutor& executor, const T
   if (distinct.empty()) return out;
   const std::vector<int> neighbours(distinct.begin(), distinct.end());
   std::vector<Tensor> params = parameter_tensors(executor.network());
-  std::vector<float> mine = pack_f32(params);
+  std::vector<float> mine = pack_f32(params, &comm_->volume());
   std::vector<float> theirs(mine.size() * neighbours.size());
   comm_->neighbor_exchange(neighbours, mine.data(), static_cast<int64_t>(mine.size()), DType::f32, theirs.data());
   const auto w = static_cast<float>(neighbours.size() + 1);
@@ -217,7 +228,7 @@ TensorMap ConsistentNeighbors::distributed_step(GraphExecutor& executor, const T
     for (size_t k = 0; k < neighbours.size(); ++k) s += theirs[k * mine.size() + i];
     mine[i] = s / w;
   }
-  unpack_f32(mine, params);
+  unpack_f32(mine, params, &comm_->volume());
   return out;
 }
 
@@ -235,7 +246,7 @@ TensorMap SparseAllreduce::distributed_step(GraphExecutor& executor, const Tenso
 
 void SparseAllreduce::reduce(Network& network) {
   std::vector<Tensor> grads = gradient_tensors(network);
-  std::vector<float> acc = pack_f32(grads);
+  std::vector<float> acc = pack_f32(grads, &comm_->volume());
   if (residual_.size() != acc.size()) residual_.assign(acc.size(), 0.f);
   for (size_t i = 0; i < acc.size(); ++i) acc[i] += residual_[i];
   const auto total = static_cast<int64_t>(acc.size());
@@ -268,7 +279,7 @@ void SparseAllreduce::reduce(Network& network) {
     ++dense_steps_;
     for (size_t j = 0; j < index.size(); ++j) dense[static_cast<size_t>(index[j])] = values[j];
     comm_->allreduce(dense.data(), total, DType::f32, ReduceOp::mean);
-    unpack_f32(dense, grads);
+    unpack_f32(dense, grads, &comm_->volume());
     return;
   }
   std::vector<int64_t> all_index(static_cast<size_t>(received));
@@ -277,7 +288,7 @@ void SparseAllreduce::reduce(Network& network) {
   comm_->allgatherv(values.data(), k, DType::f32, all_values.data(), counts);
   for (size_t j = 0; j < all_index.size(); ++j) dense[static_cast<size_t>(all_index[j])] += all_values[j];
   divide_in_place(dense.data(), total, DType::f32, comm_->size());
-  unpack_f32(dense, grads);
+  unpack_f32(dense, grads, &comm_->volume());
 }
 
 }  // namespace d5

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "deep500/core/error.h"
+#include "deep500/dist/host_staging.h"
 
 namespace d5 {
 
@@ -30,31 +31,33 @@ void TensorBuckets::plan(const std::vector<Tensor>& tensors) {
     }
   }
   buffers_.assign(plan_.size(), {});
-  for (size_t b = 0; b < plan_.size(); ++b) {
-    if (plan_[b].last - plan_[b].first > 1) buffers_[b].resize(static_cast<size_t>(plan_[b].bytes));
-  }
 }
 
 void TensorBuckets::allreduce(Communicator& comm, std::vector<Tensor>& tensors, ReduceOp op) {
   plan(tensors);
-  std::vector<CommRequestPtr> requests(plan_.size());
+  CommunicationVolume* volume = &comm.volume();
+  // A bucket of one tensor the communicator reaches is reduced where it is; any other through its
+  // host buffer: packed (fused tensors), staged (a tensor on a device the communicator cannot
+  // reach), or both.
+  auto in_place = [&](const Bucket& k) { return k.last - k.first == 1 && comm.reaches(tensors[k.first].device()); };
   auto unpack = [&](size_t b) {
-    const Bucket& k = plan_[b];
-    if (k.last - k.first == 1) return;
+    if (in_place(plan_[b])) return;
     const std::byte* p = buffers_[b].data();
-    for (size_t i = k.first; i < k.last; ++i) {
-      std::memcpy(tensors[i].data(), p, tensors[i].bytes());
+    for (size_t i = plan_[b].first; i < plan_[b].last; ++i) {
+      copy_from_host_memory(p, tensors[i], volume);
       p += tensors[i].bytes();
     }
   };
+  std::vector<CommRequestPtr> requests(plan_.size());
   for (size_t b = 0; b < plan_.size(); ++b) {
     const Bucket& k = plan_[b];
     const int64_t count = k.bytes / static_cast<int64_t>(dtype_size(k.dtype));
     void* data = tensors[k.first].data();
-    if (k.last - k.first > 1) {
+    if (!in_place(k)) {
+      buffers_[b].resize(static_cast<size_t>(k.bytes));
       std::byte* p = buffers_[b].data();
       for (size_t i = k.first; i < k.last; ++i) {
-        std::memcpy(p, tensors[i].data(), tensors[i].bytes());
+        copy_to_host_memory(tensors[i], p, volume);
         p += tensors[i].bytes();
       }
       data = buffers_[b].data();
@@ -93,29 +96,29 @@ std::vector<Tensor> parameter_tensors(const Network& network) {
   return out;
 }
 
-std::vector<float> pack_f32(const std::vector<Tensor>& tensors) {
+std::vector<float> pack_f32(const std::vector<Tensor>& tensors, CommunicationVolume* staging) {
   size_t n = 0;
   for (const auto& t : tensors) {
     D5_CHECK_ARG(t.dtype() == DType::f32, "this distributed scheme exchanges f32 tensors, not {}", to_string(t.dtype()));
     n += static_cast<size_t>(t.numel());
   }
-  std::vector<float> flat;
-  flat.reserve(n);
+  std::vector<float> flat(n);
+  auto* p = reinterpret_cast<std::byte*>(flat.data());
   for (const auto& t : tensors) {
-    const auto s = t.span<float>();
-    flat.insert(flat.end(), s.begin(), s.end());
+    copy_to_host_memory(t, p, staging);
+    p += t.bytes();
   }
   return flat;
 }
 
-void unpack_f32(const std::vector<float>& flat, std::vector<Tensor>& tensors) {
+void unpack_f32(const std::vector<float>& flat, std::vector<Tensor>& tensors, CommunicationVolume* staging) {
   size_t at = 0;
   for (auto& t : tensors) {
-    auto s = t.span<float>();
-    D5_CHECK(at + s.size() <= flat.size(), Internal, "unpack: {} values for more tensors", flat.size());
-    std::copy(flat.begin() + static_cast<std::ptrdiff_t>(at), flat.begin() + static_cast<std::ptrdiff_t>(at + s.size()),
-              s.begin());
-    at += s.size();
+    const auto n = static_cast<size_t>(t.numel());
+    D5_CHECK(t.dtype() == DType::f32 && at + n <= flat.size(), Internal, "unpack: {} values for more f32 tensors",
+             flat.size());
+    copy_from_host_memory(reinterpret_cast<const std::byte*>(flat.data() + at), t, staging);
+    at += n;
   }
   D5_CHECK(at == flat.size(), Internal, "unpack: {} values for {} tensor elements", flat.size(), at);
 }

@@ -1,9 +1,8 @@
 // Gradient allreduce overlapped with backprop (include/deep500/dist/gradient_overlap.h).
 #include "deep500/dist/gradient_overlap.h"
 
-#include <cstring>
-
 #include "deep500/core/error.h"
+#include "deep500/dist/host_staging.h"
 
 namespace d5 {
 
@@ -71,13 +70,14 @@ void OverlappedAllreduce::start(size_t b, const std::vector<Tensor>& tensors) {
   Bucket& k = buckets_[b];
   const int64_t count = k.bytes / static_cast<int64_t>(sizeof(float));
   if (tensors.size() == 1) {
+    // Staged through the host when the communicator does not reach the gradient's device.
     k.in_place = tensors[0];
-    k.request = comm_->iallreduce(k.in_place.data(), count, DType::f32, ReduceOp::mean);
+    k.request = comm_->iallreduce(k.in_place, ReduceOp::mean);
     return;
   }
   std::byte* p = k.buffer.data();
   for (const auto& t : tensors) {
-    std::memcpy(p, t.data(), t.bytes());
+    copy_to_host_memory(t, p, &comm_->volume());
     p += t.bytes();
   }
   k.request = comm_->iallreduce(k.buffer.data(), count, DType::f32, ReduceOp::mean);
@@ -133,7 +133,7 @@ void OverlappedAllreduce::complete(Network& network) {
     const std::byte* p = k.buffer.data();
     for (const auto& name : k.params) {
       Tensor g = grad_of(name);
-      std::memcpy(g.data(), p, g.bytes());
+      copy_from_host_memory(p, g, &comm_->volume());
       p += g.bytes();
     }
   }

@@ -10,6 +10,8 @@
 //   quantity nccl-tests reports as "size") and the time spent, per operation, from which algbw
 //   and busbw follow with the nccl-tests formulas.
 // Time is wall time inside the calls, including waits on nonblocking requests.
+// Tensors on a device the communicator cannot reach travel through host memory (host_staging.h):
+// those copies are counted apart, as `staging`, since they are not what the ranks exchanged.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -34,6 +36,15 @@ struct CollectiveVolume {
   double algbw() const { return time_s > 0 ? static_cast<double>(bytes) / time_s : 0; }
 };
 
+// Copies between a device and host memory made so that a communicator could carry the bytes.
+struct StagingVolume {
+  int64_t bytes_to_host = 0;
+  int64_t bytes_from_host = 0;
+  int64_t copies_to_host = 0;
+  int64_t copies_from_host = 0;
+  double time_s = 0;  // the copies' wall time, including the wait for the device
+};
+
 class CommunicationVolume {
  public:
   explicit CommunicationVolume(int ranks = 1);
@@ -42,6 +53,8 @@ class CommunicationVolume {
   void record_receive(int peer, int64_t bytes);
   void record_collective(const std::string& op, int64_t bytes, double seconds);
   void add_time(double seconds) { time_s_ += seconds; }
+  void record_staging_to_host(int64_t bytes, double seconds);
+  void record_staging_from_host(int64_t bytes, double seconds);
   void reset();
 
   int ranks() const { return static_cast<int>(peers_.size()); }
@@ -51,18 +64,21 @@ class CommunicationVolume {
   int64_t bytes_received() const;
   int64_t collective_bytes(const std::string& op) const;  // 0 when never called
   double time_s() const { return time_s_; }
+  const StagingVolume& staging() const { return staging_; }
 
   // nccl-tests' bus factor turning algbw into busbw on n ranks: allreduce 2(n-1)/n,
   // allgather / reduce_scatter / gather / scatter (n-1)/n, broadcast 1.
   static double bus_factor(const std::string& op, int ranks);
   double busbw(const std::string& op) const;
 
-  // {"time_s", "bytes_sent", "bytes_received", "peers": [...], "collectives": {op: {...}}}
+  // {"time_s", "bytes_sent", "bytes_received", "peers": [...], "collectives": {op: {...}},
+  //  "staging": {...}}
   nlohmann::json to_json() const;
 
  private:
   std::vector<PeerVolume> peers_;
   std::map<std::string, CollectiveVolume> collectives_;
+  StagingVolume staging_;
   double time_s_ = 0;
 };
 

@@ -96,8 +96,17 @@ class Communicator {
   template <typename T> void broadcast(std::span<T> data, int root) {
     broadcast(data.data(), static_cast<int64_t>(data.size()), dtype_of_v<T>, root);
   }
-  void allreduce(Tensor& t, ReduceOp op) { allreduce(t.data(), t.numel(), t.dtype(), op); }
-  void broadcast(Tensor& t, int root) { broadcast(t.data(), t.numel(), t.dtype(), root); }
+  // Tensors on any device: one the implementation reaches is passed as it is, any other goes
+  // through a host copy (host_staging.h), counted in volume().staging().
+  void allreduce(Tensor& t, ReduceOp op);
+  void broadcast(Tensor& t, int root);
+  // The reduction lands in t when the request completes.
+  CommRequestPtr iallreduce(Tensor& t, ReduceOp op);
+
+  // Whether the implementation's calls take pointers to memory of device d (the raw-pointer calls
+  // above must only be given such memory). The base: memory host code may read. A GPU-aware
+  // implementation (NCCL, a CUDA-aware MPI) says yes for its GPUs.
+  virtual bool reaches(Device d) const;
 
   CommunicationVolume& volume() { return volume_; }
   const CommunicationVolume& volume() const { return volume_; }

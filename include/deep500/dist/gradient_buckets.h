@@ -42,8 +42,9 @@ class TensorBuckets {
                          int64_t fuse_below_bytes = BucketPolicy::kDefaultFuseBelowBytes)
       : policy_{bucket_bytes, fuse_below_bytes}, nonblocking_(nonblocking) {}
 
-  // Reduces every tensor in place across the communicator's ranks (f32 or f64 tensors). The list
-  // must have the same shapes and dtypes, in the same order, on every rank.
+  // Reduces every tensor in place across the communicator's ranks (f32 or f64 tensors, on any
+  // device: those the communicator does not reach are staged through the buckets' host buffers).
+  // The list must have the same shapes and dtypes, in the same order, on every rank.
   void allreduce(Communicator& comm, std::vector<Tensor>& tensors, ReduceOp op);
 
   int64_t bucket_bytes() const { return policy_.bucket_bytes; }
@@ -74,8 +75,9 @@ std::vector<Tensor> gradient_tensors(const Network& network);
 std::vector<Tensor> parameter_tensors(const Network& network);
 
 // One contiguous f32 vector holding a list of f32 tensors in order, and back (schemes that
-// gather, sparsify or mix whole models). InvalidArgument for other dtypes.
-std::vector<float> pack_f32(const std::vector<Tensor>& tensors);
-void unpack_f32(const std::vector<float>& flat, std::vector<Tensor>& tensors);
+// gather, sparsify or mix whole models). InvalidArgument for other dtypes. Tensors on a device are
+// copied through the host, counted in `staging` when given (host_staging.h).
+std::vector<float> pack_f32(const std::vector<Tensor>& tensors, CommunicationVolume* staging = nullptr);
+void unpack_f32(const std::vector<float>& flat, std::vector<Tensor>& tensors, CommunicationVolume* staging = nullptr);
 
 }  // namespace d5

@@ -106,13 +106,15 @@ class DistributedOptimizerTest : public testing::Test {
     return flat_params(net);
   }
 
-  // N ranks, batch b each, partitioned ordered batches, the scheme wrapping the optimizer.
+  // N ranks, batch b each, partitioned ordered batches, the scheme wrapping the optimizer, on the
+  // executor of `backend`.
   std::vector<float> distributed(const Dist& o, const std::string& optimizer, const Hyperparameters& h,
-                                 DistributedOptimizer** keep = nullptr, std::shared_ptr<Communicator> via = nullptr) {
+                                 DistributedOptimizer** keep = nullptr, std::shared_ptr<Communicator> via = nullptr,
+                                 const std::string& backend = "reference") {
     net = std::make_unique<Network>(mlp(kPerRank));
     ExecutorOptions eo;
     eo.deterministic = true;
-    exec = make_executor(*net, "reference", eo);
+    exec = make_executor(*net, backend, eo);
     dist = make_distributed_optimizer(o.scheme, o.set, make_optimizer(optimizer, h), via ? via : comm);
     auto ordered = [](int64_t global) { return std::make_unique<OrderedSampler>(kSamples, global, true); };
     DistributedSampler sampler(ordered, kSamples, kPerRank, 0, comm->rank(), comm->size(), Distribution::partitioned);

@@ -1,0 +1,149 @@
+// Every distributed scheme with parameters and gradients on a device that MPI cannot read: the
+// MLP's Gemm and Relu run on "guardmem" (guarded_memory_device.h), whose memory is mapped
+// PROT_NONE for the host, with resident parameters, as a network on a GPU trains. Each scheme
+// must stage its tensors through host memory: a host read of device memory by d5 or by MPI ends
+// the rank with SIGSEGV. The oracle is the same scheme on the host, which the serial simulations
+// (test_scheme_oracles_mpi.cpp) check: the device run computes with the same kernels on host
+// copies and must equal it bit for bit. The staged copies are counted apart from the payload,
+// which must equal the host run's call for call.
+#include <gtest/gtest.h>
+
+#include "../backends/cuda_test_util.h"
+#include "../guarded_memory_device.h"
+#include "../on_test_device.h"
+#include "deep500/dist/distributed_metrics.h"
+#include "deep500/dist/host_staging.h"
+#include "deep500/net/operator_executor.h"
+#include "distributed_test_harness.h"
+
+namespace d5 {
+namespace {
+
+class DeviceSchemes : public DistributedOptimizerTest {
+ protected:
+  static void SetUpTestSuite() {
+    register_builtin_operators();
+    test::register_reference_on_device("guarddev", test::guarded_memory_device(), {"Gemm", "Relu"},
+                                       "reference kernels on the tests' guarded device memory");
+    register_executor("guarddev", [](Network& n, const ExecutorOptions&) -> std::unique_ptr<GraphExecutor> {
+      OperatorExecutorOptions o;
+      o.resident_parameters = true;
+      return std::make_unique<OperatorExecutor>(n, "guarddev", std::vector<std::string>{"guarddev", "reference"}, o);
+    });
+  }
+
+  struct Run {
+    std::vector<float> params;
+    CommunicationVolume volume;
+  };
+  Run train(const Dist& d, const std::string& optimizer, const Hyperparameters& h, const std::string& backend) {
+    comm->barrier();
+    comm->volume().reset();
+    Run r;
+    r.params = distributed(d, optimizer, h, nullptr, nullptr, backend);
+    r.volume = comm->volume();
+    return r;
+  }
+
+  // The scheme on guardmem equals the scheme on the host; the device run staged, the host run did
+  // not, and both exchanged the same payload in the same calls.
+  void check(const Dist& d, const std::string& optimizer, const Hyperparameters& h) {
+    const std::string what = d.scheme + " with " + optimizer;
+    const Run host = train(d, optimizer, h, "reference");
+    const Run device = train(d, optimizer, h, "guarddev");
+    ASSERT_EQ(exec->network().fetch_tensor(exec->network().get_params()[0]).device(), test::guarded_memory_device())
+        << what << ": the parameters did not stay on the device";
+    EXPECT_EQ(device.params, host.params) << what;
+    EXPECT_EQ(host.volume.staging().copies_to_host, 0) << what;
+    EXPECT_GT(device.volume.staging().bytes_to_host, 0) << what;
+    for (const auto& [op, c] : host.volume.collectives()) {
+      ASSERT_TRUE(device.volume.collectives().count(op)) << what << ": " << op;
+      EXPECT_EQ(device.volume.collectives().at(op).calls, c.calls) << what << ": " << op;
+      EXPECT_EQ(device.volume.collectives().at(op).bytes, c.bytes) << what << ": " << op;
+    }
+    EXPECT_EQ(device.volume.bytes_sent(), host.volume.bytes_sent()) << what;
+  }
+};
+
+const Hyperparameters kSgd = {{"lr", 0.1}}, kMomentum = {{"lr", 0.05}, {"momentum", 0.9}};
+
+TEST_F(DeviceSchemes, GradientAllreduceStagesEveryBucketShape) {
+  check(Dist{"dsgd", {}}, "momentum", kMomentum);                              // overlapped with backprop
+  check(Dist{"dsgd", {{"overlap", 0}}}, "sgd", kSgd);                          // fused buckets after it
+  check(Dist{"dsgd", {{"overlap", 0}, {"bucket_mb", 0}}}, "sgd", kSgd);        // one tensor per call
+  check(Dist{"dsgd", {{"overlap", 1}, {"fuse_kb", 1024}}}, "adam", {{"lr", 0.01}});  // every gradient fused
+}
+
+TEST_F(DeviceSchemes, ServerAndStaleSchemesStage) {
+  check(Dist{"pssgd", {}}, "momentum", kMomentum);
+  check(Dist{"ssgd", {{"staleness", 2}}}, "sgd", kSgd);
+  check(Dist{"asgd", {{"fixed_order", 1}}}, "momentum", kMomentum);
+}
+
+TEST_F(DeviceSchemes, ModelMixingSchemesStage) {
+  check(Dist{"mavg", {{"average_every", 2}}}, "momentum", kMomentum);
+  check(Dist{"dpsgd", {}}, "sgd", kSgd);
+  check(Dist{"sparse", {{"topk", 0.01}}}, "sgd", kSgd);  // index-value pairs
+  check(Dist{"sparse", {{"topk", 0.9}}}, "sgd", kSgd);   // the dense switch
+}
+
+// The staged bytes of gradient allreduce are what the arithmetic says: every gradient to the host
+// and back once per step, and the first step's broadcast of the parameters on the other ranks.
+TEST_F(DeviceSchemes, StagingCountsEveryGradientTwicePerStep) {
+  const Run device = train(Dist{"dsgd", {{"overlap", 0}}}, "sgd", kSgd, "guarddev");
+  int64_t gradient_bytes = 0;
+  for (const Tensor& g : gradient_tensors(exec->network())) gradient_bytes += static_cast<int64_t>(g.bytes());
+  const StagingVolume& s = device.volume.staging();
+  EXPECT_EQ(s.bytes_to_host, kSteps * gradient_bytes);
+  // The first broadcast reaches the parameters on the host: the executor moves them to the device
+  // in its first call, after it.
+  EXPECT_EQ(s.bytes_from_host, kSteps * gradient_bytes);
+  EXPECT_EQ(s.copies_to_host, s.copies_from_host);
+  const auto m = rank_metrics(*comm, *dist, TrainingResult{});
+  EXPECT_EQ(m["staged_bytes_per_step"].get<double>(), 2.0 * static_cast<double>(gradient_bytes));
+  const auto j = device.volume.to_json();
+  EXPECT_EQ(j["staging"]["bytes_to_host"], s.bytes_to_host);
+  EXPECT_GE(j["staging"]["time_s"].get<double>(), 0.0);
+}
+
+// A communicator's tensor calls on device memory, one at a time: results on every rank as MPI's
+// on host copies.
+TEST_F(DeviceSchemes, TensorCollectivesOnDeviceMemory) {
+  const Device device = test::guarded_memory_device();
+  const int n = comm->size(), me = comm->rank();
+  Tensor host(DType::f32, Shape({5}));
+  for (int64_t i = 0; i < 5; ++i) host.set(i, static_cast<double>(me * 10 + i));
+  Tensor t = host.to(device);
+  comm->allreduce(t, ReduceOp::sum);
+  Tensor back = t.to(Device::cpu());
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(back.get(i), 10.0 * n * (n - 1) / 2 + static_cast<double>(n * i));
+  Tensor u = host.to(device);
+  auto request = comm->iallreduce(u, ReduceOp::mean);
+  request->wait();
+  back = u.to(Device::cpu());
+  for (int64_t i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(static_cast<float>(back.get(i)), 5.0f * static_cast<float>(n - 1) + static_cast<float>(i));
+  Tensor b = host.to(device);
+  comm->broadcast(b, n - 1);
+  back = b.to(Device::cpu());
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(back.get(i), static_cast<double>((n - 1) * 10 + i));
+  EXPECT_FALSE(comm->reaches(device));
+  EXPECT_TRUE(comm->reaches(Device::cpu()));
+}
+
+// On a GPU: the ranks of this test share one, as the schemes' staged path allows (NCCL refuses two
+// ranks on one device). The cuda executor's kernels round otherwise than the reference's, so the
+// parameters are compared within the harness's float tolerance, not bit for bit.
+TEST_F(DeviceSchemes, RanksSharingOneGpuTrainThroughHostStaging) {
+  D5_REQUIRE_GPU();
+  for (const Dist& d : {Dist{"dsgd", {}}, Dist{"pssgd", {}}, Dist{"mavg", {{"average_every", 2}}}, Dist{"dpsgd", {}}}) {
+    const Run host = train(d, "momentum", kMomentum, "reference");
+    const Run gpu = train(d, "momentum", kMomentum, "cuda");
+    const Device where = exec->network().fetch_tensor(exec->network().get_params()[0]).device();
+    EXPECT_EQ(where.kind, device_kind_named("cuda")) << d.scheme << ": parameters on " << where.to_string();
+    expect_close(gpu.params, host.params, d.scheme + " on cuda");
+    EXPECT_GT(gpu.volume.staging().bytes_to_host, 0) << d.scheme;
+  }
+}
+
+}  // namespace
+}  // namespace d5
