@@ -14,6 +14,7 @@
 
 #include "cli_common.h"
 #include "deep500/core/error.h"
+#include "deep500/dist/communication_volume.h"
 #include "deep500/metrics/manifest.h"
 #include "deep500/metrics/results.h"
 
@@ -106,6 +107,34 @@ nlohmann::json bytes_per_rank(const CaseResult& train) {
   return out;
 }
 
+// Rank 0's collective that carried the most bytes, with nccl-tests' bandwidths: algbw = bytes /
+// time and busbw = algbw x the operation's bus factor on n ranks. A nonblocking collective has no
+// time of its own (it overlaps the caller's work), so its bandwidths are null.
+nlohmann::json collective_bandwidth(const CaseResult& train, int ranks) {
+  const auto d = train.extra.find("distributed");
+  if (d == train.extra.end() || !d->contains("ranks") || (*d)["ranks"].empty()) return nullptr;
+  const nlohmann::json& collectives = (*d)["ranks"][0]["volume"]["collectives"];
+  std::string op;
+  int64_t bytes = -1;
+  for (const auto& [name, c] : collectives.items()) {
+    if (c.value("bytes", int64_t{0}) > bytes) op = name, bytes = c.value("bytes", int64_t{0});
+  }
+  if (op.empty()) return nullptr;
+  const double time_s = collectives[op].value("time_s", 0.0);
+  nlohmann::json out = {{"collective", op}, {"bytes", bytes}, {"time_s", time_s}, {"algbw", nullptr}, {"busbw", nullptr}};
+  if (time_s > 0) {
+    const double algbw = static_cast<double>(bytes) / time_s;
+    out["algbw"] = algbw;
+    out["busbw"] = algbw * CommunicationVolume::bus_factor(op, ranks);
+  }
+  return out;
+}
+
+std::string gigabytes_per_second(const nlohmann::json& bandwidth, const char* key) {
+  if (bandwidth.is_null() || bandwidth[key].is_null()) return "-";
+  return fmt::format("{:.3f}", bandwidth[key].get<double>() / 1e9);
+}
+
 int run_scaling(const ScalingOpts& o, const GlobalOptions& g) {
   const std::vector<int> rank_counts = parse_ranks(o.ranks);
   for (const auto& a : o.train_args) {
@@ -147,9 +176,11 @@ int run_scaling(const ScalingOpts& o, const GlobalOptions& g) {
   std::ostringstream console, csv;
   console << fmt::format("{} scaling, --dist {}, {} batch {}\n", o.mode, o.dist,
                          o.mode == "strong" ? "global" : "per-rank", o.batch);
-  console << fmt::format("{:>6} {:>10} {:>12} {:>9} {:>11} {:>16} {:>11}\n", "ranks", "batch/rank", "time s",
-                         "speedup", "efficiency", "bytes/rank/step", "imbalance");
-  csv << "ranks,per_rank_batch,time_s,speedup,efficiency,bytes_per_rank_per_step,compute_imbalance\n";
+  console << fmt::format("{:>6} {:>10} {:>12} {:>9} {:>11} {:>16} {:>11} {:>12} {:>11} {:>11}\n", "ranks",
+                         "batch/rank", "time s", "speedup", "efficiency", "bytes/rank/step", "imbalance", "collective",
+                         "algbw GB/s", "busbw GB/s");
+  csv << "ranks,per_rank_batch,time_s,speedup,efficiency,bytes_per_rank_per_step,compute_imbalance,collective,algbw,"
+         "busbw\n";
   for (const Point& p : points) {
     // Strong: the same work in less time. Weak: N times the work in about the same time;
     // speedup is then the throughput ratio. Both relative to the first rank count listed.
@@ -160,10 +191,16 @@ int run_scaling(const ScalingOpts& o, const GlobalOptions& g) {
     const nlohmann::json summary = p.train.extra["distributed"]["summary"];
     const double bytes = summary["bytes_per_step"].value("mean", 0.0);
     const double imbalance = summary["compute_s"].value("imbalance", 0.0);
-    console << fmt::format("{:>6} {:>10} {:>12.4f} {:>9.3f} {:>11.3f} {:>16.0f} {:>11.3f}\n", p.ranks,
-                           p.per_rank_batch, p.time_s, speedup, efficiency, bytes, imbalance);
-    csv << fmt::format("{},{},{},{},{},{},{}\n", p.ranks, p.per_rank_batch, p.time_s, speedup, efficiency, bytes,
-                       imbalance);
+    const nlohmann::json bandwidth = collective_bandwidth(p.train, p.ranks);
+    const std::string op = bandwidth.is_null() ? "-" : bandwidth["collective"].get<std::string>();
+    console << fmt::format("{:>6} {:>10} {:>12.4f} {:>9.3f} {:>11.3f} {:>16.0f} {:>11.3f} {:>12} {:>11} {:>11}\n",
+                           p.ranks, p.per_rank_batch, p.time_s, speedup, efficiency, bytes, imbalance, op,
+                           gigabytes_per_second(bandwidth, "algbw"), gigabytes_per_second(bandwidth, "busbw"));
+    auto csv_number = [&](const char* key) {
+      return bandwidth.is_null() || bandwidth[key].is_null() ? std::string() : fmt::format("{}", bandwidth[key].get<double>());
+    };
+    csv << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", p.ranks, p.per_rank_batch, p.time_s, speedup, efficiency,
+                       bytes, imbalance, bandwidth.is_null() ? "" : op, csv_number("algbw"), csv_number("busbw"));
     CaseResult c;
     // The shape d5 report's Scaling section reads (docs/report.md): the series is the name
     // without its ranks=N element, params.scaling says strong or weak, bytes_per_rank per rank.
@@ -175,7 +212,7 @@ int run_scaling(const ScalingOpts& o, const GlobalOptions& g) {
     c.metrics = p.train.metrics;  // rank 0's step_time, throughput, ... with their statistics
     c.extra = {{"time_s", p.time_s}, {"speedup", speedup}, {"efficiency", efficiency},
                {"bytes_per_rank_per_step", bytes}, {"bytes_per_rank", bytes_per_rank(p.train)},
-               {"compute_imbalance", imbalance},
+               {"compute_imbalance", imbalance}, {"collective_bandwidth", bandwidth},
                {"distributed", p.train.extra["distributed"]}};
     res.cases.push_back(std::move(c));
   }

@@ -234,12 +234,38 @@ TEST_F(CliTrainDist, ScalingLaunchesEveryRankCountAndComputesEfficiency) {
   EXPECT_EQ(two["params"]["scaling"], "weak");
   ASSERT_EQ(two["extra"]["bytes_per_rank"].size(), 2u);
   for (const auto& b : two["extra"]["bytes_per_rank"]) EXPECT_GT(b.get<double>(), 0);
+  // dsgd overlaps its allreduces with backprop: nonblocking, no time of their own, no bandwidth.
+  EXPECT_EQ(two["extra"]["collective_bandwidth"]["collective"], "iallreduce");
+  EXPECT_TRUE(two["extra"]["collective_bandwidth"]["busbw"].is_null());
   // Strong scaling refuses a batch the ranks do not divide.
   // (--ranks last before "--": the train options still reach the runs.)
   const auto bad = run_d5({"scaling", "--batch", "8", "--ranks", "1,3", "--", "--model", "mlp", "--dataset",
                            "synthetic", "--steps", "1"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("3 ranks do not divide it"), std::string::npos) << bad.err;
+}
+
+// Blocking allreduces (--no-overlap) have a time, and so nccl-tests' bandwidths: algbw = bytes /
+// time from rank 0's volume, busbw = algbw x 2(n-1)/n (0 on one rank, as nccl-tests prints).
+TEST_F(CliTrainDist, ScalingReportsTheAllreduceBandwidthsAsNcclTestsDefinesThem) {
+  const auto r = run_d5({"--threads", "1", "scaling", "--ranks", "1,3", "--mode", "weak", "--batch", "8", "--csv",
+                         path("b.csv"), "--format", "json", "-o", path("b.json"), "--", "--model", "mlp", "--dataset",
+                         "synthetic-learnable", "--set", "shape=16", "--set", "classes=4", "--set", "samples=256",
+                         "--steps", "4", "--no-test", "--prefetch", "0", "--no-overlap"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto j = nlohmann::json::parse(read_file(path("b.json")));
+  ASSERT_EQ(j["cases"].size(), 2u);
+  for (const auto& c : j["cases"]) {
+    const int n = c["params"]["ranks"];
+    const auto& b = c["extra"]["collective_bandwidth"];
+    ASSERT_EQ(b["collective"], "allreduce") << c["name"];
+    const auto& v = c["extra"]["distributed"]["ranks"][0]["volume"]["collectives"]["allreduce"];
+    const double algbw = v["bytes"].get<double>() / v["time_s"].get<double>();
+    EXPECT_DOUBLE_EQ(b["algbw"].get<double>(), algbw) << c["name"];
+    EXPECT_DOUBLE_EQ(b["busbw"].get<double>(), algbw * 2.0 * (n - 1) / n) << c["name"];
+  }
+  const std::string csv = read_file(path("b.csv"));
+  EXPECT_NE(csv.find(",allreduce,"), std::string::npos) << csv;
 }
 
 // The pid of the d5 process that is rank `rank` of a run whose environment holds `marker`, or 0.
