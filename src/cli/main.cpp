@@ -8,6 +8,7 @@
 
 #include "app.h"
 #include "deep500/core/error.h"
+#include "deep500/core/gpu_binding.h"
 #include "deep500/dist/mpi_world.h"
 #include "deep500/metrics/exit_codes.h"
 #include "deep500/metrics/manifest.h"
@@ -44,6 +45,13 @@ int main(int argc, char** argv) {
   using namespace d5::cli;
   using d5::kExitUsage, d5::kExitInternal;
   d5::set_invocation(argc, argv);
+  // Before anything can start the CUDA runtime: registering the backends probes the GPUs.
+  try {
+    d5::bind_gpu_to_local_rank();
+  } catch (const d5::InvalidArgument& e) {
+    std::cerr << "d5: error: " << e.what() << "\n";
+    return kExitUsage;
+  }
 
   const auto cli = make_cli_app();
   CLI::App& app = cli->app;

@@ -3,6 +3,7 @@
 #include "deep500/core/backend.h"
 #include "deep500/core/build_info.h"
 #include "deep500/core/device.h"
+#include "deep500/core/gpu_binding.h"
 #include "deep500/core/malloc_policy.h"
 #include "deep500/core/math_mode.h"
 #include "deep500/core/runtime_libraries.h"
@@ -129,6 +130,7 @@ json make_manifest(const ExperimentSettings& settings) {
       {"clocks", clocks_json()},
   };
   if (gpus.empty()) m["gpu_unavailable_reason"] = gpu_reason;
+  if (!gpu_binding().empty()) m["gpu_binding"] = gpu_binding();
   return m;
 }
 

@@ -104,6 +104,34 @@ TEST(CliInfo, TheManifestRecordsTheCpusTheProcessMayRunOn) {
   EXPECT_EQ(bound["threads"]["omp_max_threads"], 1);
 }
 
+// Under a launcher, local rank r of a node gets the r-th GPU of a set CUDA_VISIBLE_DEVICES list
+// before anything starts the CUDA runtime; the manifest says so. D5_GPU_BINDING=off keeps the list.
+TEST(CliInfo, EachLocalRankIsGivenItsOwnGpu) {
+  auto info = [](const std::vector<std::string>& env) {
+    std::vector<std::string> args = {"-u", "D5_GPU_BINDING",          "-u", "MPI_LOCALRANKID", "-u", "SLURM_LOCALID",
+                                     "-u", "OMPI_COMM_WORLD_LOCAL_RANK", "CUDA_VISIBLE_DEVICES=3,5"};
+    args.insert(args.end(), env.begin(), env.end());
+    args.insert(args.end(), {d5_binary(), "info", "--format", "json"});
+    return run_process("/usr/bin/env", args);
+  };
+  const auto bound = info({"OMPI_COMM_WORLD_LOCAL_RANK=1"});
+  ASSERT_EQ(bound.exit_code, 0) << bound.err;
+  const auto j = nlohmann::json::parse(bound.out);
+  EXPECT_EQ(j["environment"]["CUDA_VISIBLE_DEVICES"], "5");
+  EXPECT_EQ(j["gpu_binding"], "local rank 1 -> CUDA_VISIBLE_DEVICES=5 (from CUDA_VISIBLE_DEVICES=3,5)");
+  const auto off = info({"OMPI_COMM_WORLD_LOCAL_RANK=1", "D5_GPU_BINDING=off"});
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  const auto k = nlohmann::json::parse(off.out);
+  EXPECT_EQ(k["environment"]["CUDA_VISIBLE_DEVICES"], "3,5");
+  EXPECT_FALSE(k.contains("gpu_binding"));
+  const auto alone = info({});
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_EQ(nlohmann::json::parse(alone.out)["environment"]["CUDA_VISIBLE_DEVICES"], "3,5");
+  const auto bad = info({"OMPI_COMM_WORLD_LOCAL_RANK=1", "D5_GPU_BINDING=yes"});
+  EXPECT_EQ(bad.exit_code, kExitUsage);
+  EXPECT_NE(bad.err.find("D5_GPU_BINDING is 'local-rank'"), std::string::npos) << bad.err;
+}
+
 TEST(CliInfo, DefaultThreadsAgreeAcrossLibraries) {
   // LibTorch's lazy initialization must not leave OpenMP (and so oneDNN) at another count.
   const auto j = nlohmann::json::parse(run_d5({"info", "--format", "json"}).out);
