@@ -1,4 +1,7 @@
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's extensions: MPIX_CUDA_AWARE_SUPPORT
+#endif
 
 #include <string>
 
@@ -16,6 +19,13 @@ void register_mpi_library() {
   // Open MPI's string spans several lines; the first names the implementation and version.
   if (auto nl = v.find_first_of("\n,"); nl != std::string::npos) v.resize(nl);
   while (!v.empty() && (v.back() == ' ' || v.back() == '\0')) v.pop_back();
+  // Whether the library takes GPU buffers is what decides if GPU tensors must be staged through
+  // the host (docs/gpu.md); Open MPI says how it was built, other libraries say nothing.
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  v += ", built CUDA-aware";
+#elif defined(MPIX_CUDA_AWARE_SUPPORT)
+  v += ", built without CUDA support";
+#endif
   register_runtime_library("mpi", v);
 }
 

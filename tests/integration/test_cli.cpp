@@ -162,6 +162,16 @@ TEST(CliInfo, LibrariesNameOnlyWhatThisBinaryLinks) {
   EXPECT_EQ(libraries.contains("protobuf"), exported.exit_code == 0) << libraries.dump();
 }
 
+// Open MPI says at build time whether it takes GPU buffers (MPIX_CUDA_AWARE_SUPPORT); the manifest
+// carries it, since it decides whether GPU tensors are staged through the host.
+TEST(CliInfo, OpenMpiSaysWhetherItIsCudaAware) {
+  const auto libraries = nlohmann::json::parse(run_d5({"info", "--format", "json"}).out)["libraries"];
+  if (!libraries.contains("mpi")) GTEST_SKIP() << "this d5 was built without MPI";
+  const std::string runtime = libraries["mpi"]["runtime"];
+  if (runtime.find("Open MPI") == std::string::npos) GTEST_SKIP() << "the MPI library is not Open MPI: " << runtime;
+  EXPECT_TRUE(runtime.ends_with(", built CUDA-aware") || runtime.ends_with(", built without CUDA support")) << runtime;
+}
+
 // A disk that fills while d5 writes its result: exit code 4 naming the cause, the previous file
 // intact. The disk is "full" through a file-size limit set by the shell, with SIGXFSZ ignored so
 // that d5 sees the failed write (as it sees ENOSPC) instead of being killed.
