@@ -58,8 +58,8 @@ std::string render_console(const json& m) {
                               g["name"].get<std::string>(), format_bytes(g["memory_bytes"].get<double>()),
                               g["multiprocessors"].get<int>(), g["compute_capability"].get<std::string>(),
                               g.value("driver_version", std::string("?")), g.value("ecc", std::string("unknown"))));
-  }  if (m.contains("gpu_binding")) line("gpu bound", m["gpu_binding"].get<std::string>());
-
+  }
+  if (m.contains("gpu_binding")) line("gpu bound", m["gpu_binding"].get<std::string>());
   line("os", fmt::format("{}, kernel {} ({})", m["os"]["name"].get<std::string>(),
                          m["os"]["kernel"].get<std::string>(), m["os"]["machine"].get<std::string>()));
   line("host", m["hostname"].get<std::string>());

@@ -64,7 +64,7 @@ class MeanRequest : public CommRequest {
 class StagedRequest : public CommRequest {
  public:
   StagedRequest(CommRequestPtr inner, Tensor host, Tensor target, CommunicationVolume* volume)
-      : inner_(std::move(inner)), host_(std::move(host)), target_(std::move(target)), volume_(volume) {}
+      : host_(std::move(host)), target_(std::move(target)), volume_(volume), inner_(std::move(inner)) {}
 
  protected:
   void do_wait() override {
@@ -78,9 +78,11 @@ class StagedRequest : public CommRequest {
   }
 
  private:
-  CommRequestPtr inner_;
   Tensor host_, target_;
   CommunicationVolume* volume_;
+  // Last, so destroyed first: a request dropped without wait() waits for MPI to finish with
+  // host_ before host_ is freed.
+  CommRequestPtr inner_;
 };
 
 }  // namespace
@@ -122,7 +124,6 @@ void divide_in_place(void* data, int64_t count, DType dtype, int ranks) {
     default:
       D5_THROW(InvalidArgument, "a mean reduction needs f32 or f64 data, not {}", to_string(dtype));
   }
-
 }
 
 bool Communicator::reaches(Device d) const { return host_accessible(d); }

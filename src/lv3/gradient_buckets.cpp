@@ -1,9 +1,6 @@
 // Bucketed allreduce of a list of tensors (include/deep500/dist/gradient_buckets.h).
 #include "deep500/dist/gradient_buckets.h"
 
-#include <algorithm>
-#include <cstring>
-
 #include "deep500/core/error.h"
 #include "deep500/dist/host_staging.h"
 

@@ -21,6 +21,7 @@
 
 #include "deep500/core/device_allocator.h"
 #include "deep500/spi/fused_update.h"
+#include "test_memory_updates.h"
 
 namespace d5::test {
 
@@ -109,14 +110,10 @@ class GuardedMemoryUpdates final : public FusedUpdates {
   }
   std::vector<double> squared_norms(int32_t, std::span<const float* const> tensors,
                                     std::span<const int64_t> sizes) override {
-    std::vector<double> out;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      const float* t = as_floats(tensors[i], static_cast<size_t>(sizes[i]) * sizeof(float));
-      double s = 0;
-      for (int64_t k = 0; k < sizes[i]; ++k) s += static_cast<double>(t[k]) * t[k];
-      out.push_back(s);
-    }
-    return out;
+    std::vector<const float*> readable;
+    for (size_t i = 0; i < tensors.size(); ++i)
+      readable.push_back(as_floats(tensors[i], static_cast<size_t>(sizes[i]) * sizeof(float)));
+    return squared_norms_on_host(readable, sizes);
   }
 
  private:

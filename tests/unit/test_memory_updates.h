@@ -12,6 +12,19 @@
 
 namespace d5::test {
 
+// Each tensor's sum of squares in double, in element order: the host's answer to
+// FusedUpdates::squared_norms for memory host code may read.
+inline std::vector<double> squared_norms_on_host(std::span<const float* const> tensors,
+                                                 std::span<const int64_t> sizes) {
+  std::vector<double> out;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    double s = 0;
+    for (int64_t k = 0; k < sizes[i]; ++k) s += static_cast<double>(tensors[i][k]) * tensors[i][k];
+    out.push_back(s);
+  }
+  return out;
+}
+
 class HostLoopsOnTestMemory final : public FusedUpdates {
  public:
   void apply(int32_t, std::span<const FusedUpdate> updates) override {
@@ -21,13 +34,7 @@ class HostLoopsOnTestMemory final : public FusedUpdates {
   std::vector<double> squared_norms(int32_t, std::span<const float* const> tensors,
                                     std::span<const int64_t> sizes) override {
     ++norm_calls;
-    std::vector<double> out;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      double s = 0;
-      for (int64_t k = 0; k < sizes[i]; ++k) s += static_cast<double>(tensors[i][k]) * tensors[i][k];
-      out.push_back(s);
-    }
-    return out;
+    return squared_norms_on_host(tensors, sizes);
   }
   int applies = 0, norm_calls = 0;
 };

@@ -8,7 +8,6 @@
 // memory before the call and back after it, on the device's stream, and the copies are counted in
 // the communicator's volume (`staging`) apart from what the ranks exchanged.
 #include <cstddef>
-#include <vector>
 
 #include "deep500/core/tensor.h"
 #include "deep500/dist/communication_volume.h"

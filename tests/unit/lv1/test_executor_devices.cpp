@@ -22,8 +22,6 @@
 namespace d5 {
 namespace {
 
-using test::OnTestDevice;
-
 class ExecutorDevices : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
