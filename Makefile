@@ -8,7 +8,7 @@ CCACHE := $(shell command -v ccache 2>/dev/null)
 GENERATOR := $(if $(shell command -v ninja 2>/dev/null),-G Ninja,)
 LAUNCHER := $(if $(CCACHE),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache,)
 
-.PHONY: deps configure build test test-twins test-reduced test-asan test-tsan test-hardening run clean fuzz
+.PHONY: deps configure build test test-twins test-reduced test-asan test-tsan test-hardening check-libtorch-api run clean fuzz
 
 deps:
 	bash scripts/install-deps.sh
@@ -63,6 +63,11 @@ test-tsan: deps
 # d5 with the twins' recorded figures; this renews them (about 15 minutes on 2 cores).
 test-twins: build
 	cd $(BUILD_DIR) && D5_TWINS=full ctest --output-on-failure -j $(JOBS) -L twin $(CTEST_ARGS)
+
+# Every file that includes LibTorch compiled (-fsyntax-only) against Debian trixie's LibTorch 2.x
+# headers, fetched from Debian's archive once (docs/building.md#newer-libtorch). Run by CI.
+check-libtorch-api: configure
+	python3 scripts/check-libtorch-api.py $(BUILD_DIR) --jobs $(JOBS)
 
 # The shipped recipes (label recipes) run in the full build; here most of them would skip for
 # want of LibTorch and MPI, and the rest repeat the full build's runs. So would the PyTorch twins
