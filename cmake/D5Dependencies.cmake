@@ -97,6 +97,13 @@ endif()
 # Debian's onnx_proto target links protobuf::libprotobuf, so both must be found.
 find_package(ONNX QUIET)
 find_package(Protobuf QUIET)
+# ONNX 1.16 and later (Debian trixie: 1.17) export their targets as ONNX::onnx and
+# ONNX::onnx_proto; bookworm's 1.13 as onnx and onnx_proto. The plain names serve both.
+foreach(_onnx_target onnx onnx_proto)
+  if(NOT TARGET ${_onnx_target} AND TARGET ONNX::${_onnx_target})
+    add_library(${_onnx_target} ALIAS ONNX::${_onnx_target})
+  endif()
+endforeach()
 set(D5_ONNX_FOUND OFF)
 if(ONNX_FOUND AND Protobuf_FOUND AND TARGET onnx AND TARGET onnx_proto AND TARGET protobuf::libprotobuf)
   set(D5_ONNX_FOUND ON)

@@ -47,7 +47,7 @@ std::optional<std::string> unknown_command(CLI::App& app, int argc, const char* 
       continue;
     }
     try {
-      app.get_subcommand(a);
+      (void)app.get_subcommand(a);  // throws when `a` names no subcommand
       return std::nullopt;
     } catch (const CLI::OptionNotFound&) {
       return a;

@@ -28,6 +28,7 @@ def main():
     from onnx.backend.test import cmd_tools
 
     shutil.rmtree(out, ignore_errors=True)  # no stale cases from another ONNX version
+    os.makedirs(os.path.join(out, "node"))  # ONNX 1.17's generator lists it before writing
     sys.argv = ["generate_onnx_cases", "generate-data", "-o", out]
     cmd_tools.main()
     node = os.path.join(out, "node")

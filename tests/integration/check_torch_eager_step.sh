@@ -8,6 +8,11 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 status=0
 fail() { echo "FAIL: $*"; status=1; }
+# The one prerequisite it may lack: a skip (ctest's SKIP_RETURN_CODE) that names it.
+if ! "$PY" -c "import torch" 2>/dev/null; then
+  echo "SKIPPED: $PY cannot import torch (Debian: python3-torch)"
+  exit 77
+fi
 
 "$PY" "$SRC/bench/torch_eager_step.py" "$D5" --model lenet5 --batch 4 --device cpu --backend reference \
   --rounds 6 --steps 2 --threads 1 -o "$out/r.json" > "$out/log" 2>&1 || fail "the benchmark failed: $(cat "$out/log")"

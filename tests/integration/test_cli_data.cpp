@@ -155,7 +155,7 @@ TEST(CliData, DownloadFromAFileMirrorThenInfoReadsTheCache) {
   const auto probe = nlohmann::json::parse(run_d5({"data", "list", "--format", "json"}).out);
   if (!probe["download_supported"].get<bool>()) {
     const auto r = run_d5({"data", "download", "mnist", "--mirror", "file://" + kMnistDir});
-    EXPECT_EQ(r.exit_code, 3);
+    EXPECT_EQ(r.exit_code, kExitNotBuilt);
     EXPECT_NE(r.err.find("libcurl4-openssl-dev"), std::string::npos) << r.err;
     GTEST_SKIP() << "built without libcurl";
   }

@@ -89,6 +89,7 @@ Network zoo_model_exported(const std::string& model, const fs::path& export_to) 
   return build_model(model, o);
 }
 
+#ifdef D5_TORCH_RUNTIME
 // The outputs PyTorch computes from the exported file (tests/models/run_onnx_in_torch.py), in the
 // graph's output order; the feeds travel as the TensorProto files of ONNX's test cases.
 std::vector<Tensor> outputs_by_torch(const fs::path& model, const TensorMap& feeds, const fs::path& dir) {
@@ -116,6 +117,7 @@ double scaled_max_error(const Tensor& got, const Tensor& want) {
   for (int64_t k = 0; k < want.numel(); ++k) worst = std::max(worst, std::abs(got.get(k) - want.get(k)));
   return worst / scale;
 }
+#endif
 
 }  // namespace
 

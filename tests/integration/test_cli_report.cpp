@@ -247,6 +247,8 @@ TEST_F(ReportInBrowser, ARankedListIsDrawnWithItsSubmissionsInRankOrder) {
 TEST(CliReport, EveryPlottedValueIsTheResultFilesValue) {
   TempDir dir("d5-report-values");
   const RenderedReport rendered = render_real_results(dir);
+  if (rendered.report.err.find("needs the Vega bundles") != std::string::npos)
+    GTEST_SKIP() << "no Vega bundles (scripts/install-vega.sh, part of make deps): " << rendered.report.err;
   ASSERT_EQ(rendered.report.exit_code, 0) << rendered.report.err;
   int status = 0;
   const std::string out = shell(std::string(D5_PYTHON) + " " + D5_SOURCE_DIR +

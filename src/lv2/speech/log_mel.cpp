@@ -89,7 +89,10 @@ struct LogMelFrontEnd::Plan {
 #else
 
 bool front_end_built() { return false; }
-struct LogMelFrontEnd::Plan {};
+// Never made (the constructor refuses first), but it must compile as the FFTW plan does.
+struct LogMelFrontEnd::Plan {
+  explicit Plan(int64_t) {}
+};
 
 #endif
 

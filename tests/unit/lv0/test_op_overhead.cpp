@@ -13,11 +13,11 @@
 namespace d5 {
 namespace {
 
-const Problem& gemm(const std::string& name) {
+const Problem& gemm(std::string_view name) {
   static const std::vector<Problem> all = load_suite("deepbench-gemm-training", 0x5eed);
   for (const auto& p : all)
     if (p.name.ends_with(name)) return p;
-  throw std::runtime_error("no problem " + name);
+  throw std::runtime_error("no problem " + std::string(name));
 }
 
 OverheadSettings quick() { return {.rounds = 6, .round_seconds = 0.002, .min_us = 0}; }

@@ -41,7 +41,7 @@ class Downloader : public ::testing::Test {
 }  // namespace
 
 TEST(DownloadCatalog, ListsTheSetsWithChecksums) {
-  for (const char* name : {"mnist", "fashion-mnist", "cifar10", "cifar100"}) {
+  for (const std::string name : {"mnist", "fashion-mnist", "cifar10", "cifar100"}) {
     const auto& d = find_downloadable(name);
     EXPECT_FALSE(d.base_urls.empty()) << name;
     for (const auto& f : d.files) {

@@ -52,6 +52,7 @@ std::vector<std::pair<int64_t, double>> decoded(const std::string& format, const
 }
 
 TEST(SyntheticImages, TarAndTfrecordHoldTheSameJpegs) {
+  D5_REQUIRE_JPEG();
   TempDir dir;
   const auto tar = write_synthetic_image_tar(dir.file("train.tar"), small_set());
   const auto rec = write_synthetic_image_tfrecord(dir.file("train.tfrecord"), small_set());

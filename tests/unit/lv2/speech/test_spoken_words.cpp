@@ -158,7 +158,7 @@ TEST(SpokenWords, TwelveClassesInTurnWithMfccInputs) {
   for (size_t i = 0; i < 24; ++i) {
     const auto& c = m["clips"][i];
     if (i % 12 < 10) EXPECT_EQ(c.at("text"), commands[i % 12]);
-    else if (i % 12 == 10) EXPECT_TRUE(c.at("text") != "" && std::find(commands.begin(), commands.end(), c.at("text")) == commands.end());
+    else if (i % 12 == 10) EXPECT_TRUE(c.at("text") != "" && std::find(commands.begin(), commands.end(), c.at("text").get<std::string>()) == commands.end());
     else EXPECT_TRUE(c.at("text") == "" && c.contains("noise"));
   }
   // The features are the front end's of the cached 16-bit clips.
