@@ -37,9 +37,12 @@ cp /etc/resolv.conf "$root/etc/resolv.conf"
 
 # What the torch backend's build and tests need there; oneDNN, MPI and CUDA stay off, and so do
 # the optional libraries (FFTW, SQLite, yaml-cpp, ...), whose absence must never break the build.
+# OpenBLAS, as scripts/install-deps.sh installs it: with Debian's default reference BLAS, LibTorch's
+# BLAS calls round differently, and the L-BFGS twins differ by 2.5e-5 instead of 1e-6.
 packages=(build-essential cmake ninja-build pkg-config git libtorch-dev libonnx-dev python3-onnx
           libprotobuf-dev protobuf-compiler nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
-          libssl-dev libhwloc-dev libgtest-dev libgmock-dev python3 python3-numpy file)
+          libssl-dev libhwloc-dev libgtest-dev libgmock-dev python3 python3-numpy file
+          libopenblas0-openmp)
 chroot "$root" env DEBIAN_FRONTEND=noninteractive bash -c \
   "apt-get update -q && apt-get install -y -q --no-install-recommends ${packages[*]}"
 
