@@ -61,6 +61,11 @@ def skipped_tests(log_text):
             pytest_skip = re.match(r"SKIPPED \[\d+\] \S+?:\d+: (.*)$", line)  # pytest -rs
             if pytest_skip:
                 reasons.append(pytest_skip.group(1).strip())
+            # A shell test's skip (exit 77, SKIP_RETURN_CODE): ctest's log then says "Test Passed.",
+            # so the script's own "SKIPPED: reason" line is what shows it here.
+            shell_skip = re.match(r"SKIPPED: (.*)$", line)
+            if shell_skip:
+                reasons.append(shell_skip.group(1).strip())
             if re.search(r": Skipped$", line):
                 reason = []
                 for nxt in lines[i + 1:]:

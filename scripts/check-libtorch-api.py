@@ -107,7 +107,7 @@ def sources_reaching_libtorch(repo, commands):
         for _, name in hits:
             for base in [os.path.dirname(path)] + roots:
                 cand = os.path.normpath(os.path.join(base, name))
-                if cand.startswith(repo) and os.path.isfile(cand):
+                if cand.startswith(repo + os.sep) and os.path.isfile(cand):
                     local.append(cand)
                     break
         edges[path] = local

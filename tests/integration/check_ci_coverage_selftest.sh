@@ -17,6 +17,7 @@ out=$($CHECK --info $F/info_reduced.json --log $F/hidden_skip.log --nvcc /nonexi
   fail "a reduced build with hidden skips passed: $out"
 for want in "backend 'torch' was not built" "yaml-cpp" "skipped in CI: d5_test_lv2_optim: no MNIST at /shared/data/mnist" \
             "skipped in CI: cli_shell_case: (skipped without a gtest reason)" \
+            "skipped in CI: bench_shell_named_skip: /usr/bin/python3 cannot import torch (Debian: python3-torch)" \
             "skipped in CI: python_package_gpu: could not import 'torch': No module named 'torch'" \
             "the Python package deep500 (Debian pybind11-dev, python3-dev, python3-pytest) was not tested"; do
   echo "$out" | grep -qF "$want" || fail "not reported: $want; got: $out"

@@ -8,7 +8,8 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 status=0
 fail() { echo "FAIL: $*"; status=1; }
-# The one prerequisite it may lack: a skip (ctest's SKIP_RETURN_CODE) that names it.
+# The one prerequisite it may lack: a skip (ctest's SKIP_RETURN_CODE) that names it, in the form
+# scripts/check-ci-coverage.py reads (ctest's log records such a skip as passed).
 if ! "$PY" -c "import torch" 2>/dev/null; then
   echo "SKIPPED: $PY cannot import torch (Debian: python3-torch)"
   exit 77
