@@ -70,6 +70,11 @@ json violin_spec(const std::vector<CaseRef>& cases, const ReportInputs& in, cons
   size_t outliers = 0;
   for (const auto& r : cases) {
     const MetricRecord& m = *primary_time(*r.c);
+    // Whiskers and outliers are decided on the samples as measured, against the fences the summary
+    // counted its outliers with: scaling first can move a sample lying on a fence across it, and the
+    // plot would then draw a different number of outliers than the stats row says.
+    const auto [measured_lo, measured_hi] = whiskers(m.samples, *m.summary);
+    const double wlo = measured_lo * u.factor, whi = measured_hi * u.factor;
     std::vector<double> x;
     for (double v : m.samples) x.push_back(v * u.factor);
     Summary s = *m.summary;
@@ -80,12 +85,12 @@ json violin_spec(const std::vector<CaseRef>& cases, const ReportInputs& in, cons
     // One column per backend; a Level 3 series gets one per rank count.
     const int64_t ranks = ranks_of(*r.c);
     const std::string column = ranks > 0 ? fmt::format("{} · {} ranks", series, ranks) : series;
-    const auto [wlo, whi] = whiskers(x, s);
     for (const auto& [t, w] : violin(x, s, wlo, whi))
       values.push_back({{"kind", "density"}, {"series", series}, {"column", column}, {"t", t}, {"left", -w}, {"right", w}});
-    for (double v : x)
-      if (v < wlo || v > whi) {
-        values.push_back({{"kind", "outlier"}, {"series", series}, {"column", column}, {"t", v}, {"case", r.c->name}});
+    for (double v : m.samples)
+      if (v < measured_lo || v > measured_hi) {
+        values.push_back(
+            {{"kind", "outlier"}, {"series", series}, {"column", column}, {"t", v * u.factor}, {"case", r.c->name}});
         ++outliers;
       }
     smallest = std::min(smallest, s.min);

@@ -180,6 +180,34 @@ TEST(ReportPage, NamesFromResultsStayText) {
   EXPECT_EQ(found, 2);  // each backend's stats row
 }
 
+// Samples (ns-quantized, as timers give them) whose largest lies on the upper Tukey fence in seconds,
+// q3 + 1.5 IQR, but beyond it once everything is in microseconds: the stats row's outlier count
+// (the summary's) and the outlier points drawn must still agree, and the whisker be that sample.
+TEST(ReportPage, ViolinOutliersAreTheSummarysEvenForASampleOnTheFence) {
+  Results r;
+  r.manifest = {{"version", "test"}};
+  CaseResult c = test::timed_case("gemm", "L0", "reference", 1.0);
+  MetricRecord& m = c.metrics[0];
+  m.samples.clear();
+  for (int ns : {22970, 22973, 22975, 22977, 22983}) m.samples.push_back(ns * 1e-9);
+  m.summary = summarize(m.samples);
+  ASSERT_EQ(m.summary->outliers, 0);  // 22983 ns is on the fence, not beyond it
+  r.cases.push_back(c);
+  c.backend = "torch";
+  r.cases.push_back(std::move(c));
+  const json specs = specs_of(render_report(inputs_of({r}), fake_bundles()).html);
+  int stats = 0, outliers = 0;
+  for (const auto& v : specs[0]["data"]["values"]) {
+    if (v["kind"] == "outlier") ++outliers;
+    if (v["kind"] != "stats") continue;
+    ++stats;
+    EXPECT_EQ(v["Tukey outliers"].get<int64_t>(), 0);
+    EXPECT_EQ(v["whisker_hi"].get<double>(), 22983 * 1e-9 * 1e6);  // microseconds, the sample itself
+  }
+  EXPECT_EQ(stats, 2);
+  EXPECT_EQ(outliers, 0);
+}
+
 TEST(ReportPage, SelfContained) {
   const Report r = render_report(inputs_of({test::scaling_results()}), fake_bundles());
   // Every script and style is inline: nothing to fetch.
