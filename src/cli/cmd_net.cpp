@@ -28,7 +28,7 @@ namespace {
 
 struct NetOpts {
   OutputOptions out;
-  std::string model, mode = "inference", loss;
+  std::string model, mode = "inference", loss, device;
   std::vector<std::string> backends;
   std::vector<int64_t> batches{1};
   bool breakdown = false, overhead = false, no_validate = false, plain_layouts = false, resident_io = false;
@@ -130,6 +130,7 @@ int run_net(const NetOpts& o, const GlobalOptions& g) {
   bo.pins = parse_implementation_pins(o.pins);
   bo.native_layouts = !o.plain_layouts;
   bo.resident_io = o.resident_io;
+  bo.device = o.device;
 
   Results res;
   nlohmann::json microbatching;  // per batch size, when micro-batching
@@ -203,6 +204,10 @@ Command register_net(CLI::App& app, const GlobalOptions& g) {
   cmd->add_flag("--resident-io", o->resident_io,
                 "After validation, operator executors get their feeds placed once on the device their readers run on "
                 "and leave their outputs there: timed calls copy nothing between host and device (docs/net.md)");
+  cmd->add_option("--device", o->device,
+                  "Where the torch executor keeps its tensors (cpu, cuda:0): parameters moved there once, feeds copied "
+                  "in, outputs copied out, counted as transfers (docs/torch-executor.md#devices); other executors run "
+                  "on their backend's device and refuse one");
   cmd->add_flag("--plain-layouts", o->plain_layouts,
                 "Operator executors pass plain tensors between all operators (no native layouts across the graph: "
                 "each oneDNN primitive reorders at its own boundary)");

@@ -18,7 +18,6 @@
 #include "deep500/train/dataset.h"
 #include "deep500/core/error.h"
 #include "deep500/net/graph_executor.h"
-#include "deep500/net/operator_executor.h"
 #include "deep500/train/loss_head.h"
 #include "deep500/metrics/manifest.h"
 #include "deep500/net/model_zoo.h"
@@ -76,6 +75,7 @@ struct TrainOpts {
   int64_t blank = 0;
   int64_t test_every_epochs = 1, test_every_steps = 0, train_accuracy_every = 1;
   std::string backend = "reference";
+  std::string device;  // ExecutorOptions::device
   std::string checkpoint, resume, save_model;
   int64_t checkpoint_every = 0;
   int64_t prefetch = 2;
@@ -181,9 +181,7 @@ std::string console_text(const Results& res, const TrainingResult& r) {
 // the step in flight, and the executor copies no feed (docs/data-loader.md#device-batches).
 DataLoaderOptions loader_options_for(GraphExecutor& executor, const TrainingOptions& to, int64_t prefetch) {
   DataLoaderOptions lo{prefetch, 1};
-  auto* op_ex = dynamic_cast<OperatorExecutor*>(&executor);
-  if (!op_ex) return lo;
-  for (const auto& [input, device] : op_ex->feed_devices(to.loss)) {
+  for (const auto& [input, device] : executor.feed_devices(to.loss)) {
     if (device.kind == DeviceKind::cpu) continue;
     lo.devices[input == to.input ? kDataInput : input == to.labels ? kDataLabels : input] = device;
   }
@@ -277,6 +275,7 @@ int run_train(const TrainOpts& given, const GlobalOptions& g) {
   if (isatty(STDERR_FILENO)) std::cerr << "d5: " << net.summary() << "\n";
   ExecutorOptions eo;
   eo.deterministic = true;
+  eo.device = o.device;
   auto executor = make_executor(net, o.backend, eo);
   std::unique_ptr<Optimizer> optimizer = make_optimizer(o.optimizer, hyperparameters(o));
   DistributedOptimizer* dist = nullptr;
@@ -419,6 +418,9 @@ Command register_train(CLI::App& app, const GlobalOptions& g) {
       ->check(CLI::NonNegativeNumber)
       ->default_val(2);
   cmd->add_option("--backend", o->backend, "Executor: reference, onednn, torch")->default_val("reference");
+  cmd->add_option("--device", o->device,
+                  "Where the torch executor keeps its tensors (cpu, cuda:0; docs/torch-executor.md#devices); other "
+                  "executors refuse one");
   cmd->add_option("--checkpoint", o->checkpoint, "Save a checkpoint here at the end (and every --checkpoint-every)");
   cmd->add_option("--checkpoint-every", o->checkpoint_every, "Steps between checkpoints")
       ->check(CLI::NonNegativeNumber);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -62,10 +63,30 @@ Registry<ExecutorFactory>& executors() {
   static Registry<ExecutorFactory> r("graph executor", Registry<ExecutorFactory>::Order::name);
   return r;
 }
+
+struct DeviceTakers {
+  std::mutex mutex;
+  std::set<std::string> backends;
+};
+DeviceTakers& device_takers() {
+  static DeviceTakers d;
+  return d;
+}
+
+bool takes_device(const std::string& backend) {
+  DeviceTakers& d = device_takers();
+  std::lock_guard lock(d.mutex);
+  return d.backends.count(backend) > 0;
+}
 }  // namespace
 
-void register_executor(const std::string& backend, ExecutorFactory factory) {
+void register_executor(const std::string& backend, ExecutorFactory factory, bool takes_device) {
   executors().add(backend, "", std::move(factory));
+  if (takes_device) {
+    DeviceTakers& d = device_takers();
+    std::lock_guard lock(d.mutex);
+    d.backends.insert(backend);
+  }
 }
 
 // Only executors that can run here: a built backend without its device (cuda on a machine
@@ -96,6 +117,9 @@ std::unique_ptr<GraphExecutor> make_executor(Network& network, const std::string
   }
   if (const auto info = find_backend(backend); info && !info->available)
     throw Unimplemented(fmt::format("the {} executor cannot run here: {}", backend, info->unavailable_reason));
+  if (!options.device.empty() && !takes_device(backend))
+    throw Unimplemented(fmt::format("the {} executor runs where its backend does and takes no device ('{}'); "
+                                      "a device is chosen for the torch executor", backend, options.device));
   return (*factory)(network, options);
 }
 

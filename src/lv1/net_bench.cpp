@@ -112,21 +112,18 @@ ValidationOutcome validate_against_reference(Network& net, GraphExecutor& ex, co
   return v;
 }
 
-// NetBenchOptions::resident_io for an operator executor: its outputs stay where they are made,
-// and the feeds it is given from now on are copies on the devices their readers run on (recorded
-// in the case's params); other executors keep `feeds`.
+// NetBenchOptions::resident_io: the executor's outputs stay where they are made, and the feeds it
+// is given from now on are copies on the devices it reads them on (recorded in the case's
+// params); an executor that reads its feeds on the host keeps `feeds`.
 TensorMap resident_io(GraphExecutor* ex, const TensorMap& feeds, const std::string& loss, CaseResult& c) {
-  auto* op_ex = dynamic_cast<OperatorExecutor*>(ex);
-  if (!op_ex) {
-    c.params["resident_io"] = "not applicable: the executor does not run registry operators on devices";
+  const auto devices = ex->feed_devices(loss);
+  if (devices.empty() || !ex->keep_outputs_on_device()) {
+    c.params["resident_io"] = "not applicable: the executor reads its feeds and returns its outputs on the host";
     return feeds;
   }
-  OperatorExecutorOptions options = op_ex->options();
-  options.outputs_on_device = true;
-  op_ex->set_options(options);
   TensorMap placed;
   nlohmann::json where = nlohmann::json::object();
-  for (const auto& [name, device] : op_ex->feed_devices(loss)) {
+  for (const auto& [name, device] : devices) {
     placed[name] = feeds.at(name).to(device);
     where[name] = device.to_string();
   }
@@ -171,6 +168,7 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
     eo.pins = o.pins;
     eo.deterministic = o.deterministic;
     eo.native_layouts = o.native_layouts;
+    eo.device = o.device;
     ex = make_executor(net, backend, eo);
   } catch (const Unimplemented& e) {
     return finish(CaseState::Unimplemented, e.what());
@@ -211,7 +209,9 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
       lt.latency, lt.throughput,
       single("peak_tensor_bytes", "bytes", mem.peak_tensor_bytes, "the executor does not account tensors"),
       rss.result()};
-  if (dynamic_cast<OperatorExecutor*>(ex.get())) {
+  // Executors that place tensors on devices count their copies: operator executors, and the
+  // torch executor on a device.
+  if (dynamic_cast<OperatorExecutor*>(ex.get()) || !o.device.empty()) {
     c.metrics.push_back(single("transfers", "copies", mem.transfers, ""));
     c.metrics.push_back(single("transfer_bytes", "bytes", mem.transfer_bytes, ""));
   }

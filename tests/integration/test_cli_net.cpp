@@ -50,6 +50,37 @@ TEST(CliNet, InferenceOnEveryExecutorIsValidatedAndTimed) {
   EXPECT_EQ(j["manifest"]["extra"]["source"], "zoo:lenet5");
 }
 
+// --device places the torch executor's tensors (docs/torch-executor.md#devices); the other
+// executors run on their backend's device and take none. A GPU needs a CUDA-enabled LibTorch.
+TEST(CliNet, DeviceIsTheTorchExecutorsAndCudaNeedsACudaLibTorch) {
+  const auto r = run_d5({"net", "lenet5", "--backend", "reference,torch", "--device", "cpu", "--batch", "2",
+                         "--max-time", "0.2", "--format", "json"});
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["cases"].size(), 2u) << r.out;
+  const auto& reference = j["cases"][0]["backend"] == "reference" ? j["cases"][0] : j["cases"][1];
+  const auto& torch = j["cases"][0]["backend"] == "torch" ? j["cases"][0] : j["cases"][1];
+  if (torch["state"] == "SKIPPED") GTEST_SKIP() << "no torch backend: " << torch["detail"];
+  EXPECT_EQ(reference["state"], "UNIMPLEMENTED");
+  EXPECT_NE(reference["detail"].get<std::string>().find("takes no device"), std::string::npos) << reference;
+  ASSERT_EQ(torch["state"], "PASSED") << torch["detail"];
+  // On the host nothing is copied, and the metric says so.
+  const auto* transfers = find_metric(torch, "transfers");
+  ASSERT_TRUE(transfers) << torch;
+  EXPECT_EQ((*transfers)["samples"][0].get<double>(), 0);
+
+  const auto gpu = run_d5({"net", "lenet5", "--backend", "torch", "--device", "cuda:0", "--batch", "2",
+                           "--max-time", "0.2", "--format", "json"});
+  const auto gj = nlohmann::json::parse(gpu.out);
+  const auto& c = gj["cases"][0];
+  const std::string detail = c["detail"];
+  if (c["state"] == "PASSED") return;  // a CUDA LibTorch on a GPU
+  EXPECT_EQ(c["state"], "UNIMPLEMENTED") << detail;
+  EXPECT_TRUE(detail.find("built without CUDA") != std::string::npos ||
+              detail.find("built without the CUDA backend") != std::string::npos ||
+              detail.find("CUDA device(s)") != std::string::npos)
+      << detail;
+}
+
 // On the oneDNN executor LeNet-5's convolutions and pooling keep oneDNN's layouts between them by
 // default; --plain-layouts makes every tensor between operators plain, with the same outputs.
 TEST(CliNet, PlainLayoutsSwitchOffNativeLayoutsOnTheOneDnnExecutor) {

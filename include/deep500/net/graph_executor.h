@@ -82,6 +82,13 @@ class GraphExecutor {
   // False where they are views valid only during the event (the torch executor's, of tensors
   // inside LibTorch's autograd).
   virtual bool backward_event_tensors_persist() const { return true; }
+  // Resident inputs and outputs (d5 net --resident-io). feed_devices: per graph input, the device
+  // the plan for `loss` ("" = inference) reads it on, so that a caller may place the feed there
+  // once; empty where the executor reads every feed on the host. keep_outputs_on_device: from now
+  // on, graph outputs are returned where they are made instead of copied to the host; false
+  // where the executor cannot.
+  virtual std::map<std::string, Device> feed_devices(const std::string& /*loss*/ = "") { return {}; }
+  virtual bool keep_outputs_on_device() { return false; }
 
   void add_event(std::shared_ptr<ExecutorEvent> event) { events_.push_back(std::move(event)); }
   void remove_event(const std::shared_ptr<ExecutorEvent>& event) { std::erase(events_, event); }
@@ -117,13 +124,18 @@ struct ExecutorOptions {
   // every consumer takes it (OperatorExecutorOptions::native_layouts). False: plain tensors
   // between all operators, each backend reordering at its own boundary.
   bool native_layouts = true;
+  // Where the executor keeps its tensors ("cuda:0"); empty: where its backend runs. Only an
+  // executor registered as taking a device accepts one (the torch executor, docs/torch-executor.md);
+  // make_executor refuses a device for the others, which run on their backend's own.
+  std::string device = {};
 };
 
 using ExecutorFactory = std::function<std::unique_ptr<GraphExecutor>(Network&, const ExecutorOptions&)>;
 
 // Executors are registered per backend name (the backend libraries register theirs with the
 // builtin operators). make_executor throws Unimplemented naming the backend when it has none.
-void register_executor(const std::string& backend, ExecutorFactory factory);
+// takes_device: the factory honours ExecutorOptions::device.
+void register_executor(const std::string& backend, ExecutorFactory factory, bool takes_device = false);
 std::vector<std::string> executor_backends();
 std::unique_ptr<GraphExecutor> make_executor(Network& network, const std::string& backend,
                                              const ExecutorOptions& options = {});

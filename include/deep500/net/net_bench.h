@@ -34,6 +34,7 @@ struct NetBenchOptions {
   std::map<std::string, std::string> pins = {};  // ExecutorOptions::pins
   bool deterministic = false;                    // ExecutorOptions::deterministic
   bool native_layouts = true;                    // ExecutorOptions::native_layouts
+  std::string device = {};                       // ExecutorOptions::device (the torch executor's)
   // After validation, operator executors get their feeds placed once on the device their readers
   // run on and leave their outputs there (OperatorExecutorOptions::outputs_on_device): the timed
   // calls copy nothing between host and device, as a framework step whose batch is already on the

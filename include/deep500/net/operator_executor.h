@@ -107,7 +107,12 @@ class OperatorExecutor : public GraphExecutor {
   std::vector<NodeLayouts> layouts(const std::string& loss = "");
   // Per graph input the plan for `loss` reads: the device its readers run on when they all run on
   // one, else the host. A caller that places a feed there saves the executor a copy per call.
-  std::map<std::string, Device> feed_devices(const std::string& loss = "");
+  std::map<std::string, Device> feed_devices(const std::string& loss = "") override;
+  // Sets OperatorExecutorOptions::outputs_on_device.
+  bool keep_outputs_on_device() override {
+    options_.outputs_on_device = true;
+    return true;
+  }
   // A fresh operator like the one the plan for `loss` runs for `node`: the same backend and pins,
   // and the same layout variant (for running the operators alone, as FrameworkOverhead does).
   std::unique_ptr<Operator> create_operator_like(const std::string& node, const std::string& loss = "");

@@ -20,7 +20,8 @@ namespace {
 using TensorList = std::vector<at::Tensor>;
 
 std::vector<int64_t> ints_of(const at::Tensor& t) {
-  const at::Tensor l = t.to(at::kLong).contiguous();
+  // Read on the host (ATen's CTC takes the lengths as integers there, on every device).
+  const at::Tensor l = t.to(at::kCPU, at::kLong).contiguous();
   return {l.data_ptr<int64_t>(), l.data_ptr<int64_t>() + l.numel()};
 }
 
@@ -62,7 +63,8 @@ Built build_ctc_loss(const OpSpec& s) {
                      std::get<0>(at::_ctc_loss(lp, targets, input_lengths, target_lengths, d.blank, zero_infinity));
                  if (lp.requires_grad()) {
                    const at::Tensor inside =
-                       (at::arange(d.steps, at::kLong).unsqueeze(1) < at::tensor(input_lengths).unsqueeze(0))
+                       (at::arange(d.steps, lp.options().dtype(at::kLong)).unsqueeze(1) <
+                        at::tensor(input_lengths).to(lp.device()).unsqueeze(0))
                            .to(lp.scalar_type());
                    const at::Tensor mass = (lp.exp() * inside.unsqueeze(2)).sum(at::IntArrayRef{0, 2});
                    loss = loss - (mass - mass.detach());

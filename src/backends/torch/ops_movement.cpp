@@ -30,7 +30,7 @@ Built build_transpose(const OpSpec& s) {
 // One sliced axis: `count` elements from `first` in steps of `step` (ONNX clamping applied).
 struct AxisSlice {
   int64_t axis, first, step, count;
-  at::Tensor index;  // negative steps: the positions as an index tensor (ATen slices only forward)
+  HostConstant index;  // negative steps: the positions as an index tensor (ATen slices only forward)
 };
 
 Built build_slice(const OpSpec& s) {
@@ -62,7 +62,7 @@ Built build_slice(const OpSpec& s) {
     if (st < 0) {
       std::vector<int64_t> idx(static_cast<size_t>(count));
       for (int64_t k = 0; k < count; ++k) idx[static_cast<size_t>(k)] = b + k * st;
-      sl.index = at::tensor(idx, at::kLong);
+      sl.index = HostConstant(at::tensor(idx, at::kLong));
     }
     slices.push_back(std::move(sl));
   }
@@ -74,7 +74,7 @@ Built build_slice(const OpSpec& s) {
                    else if (sl.step > 0)
                      y = y.slice(sl.axis, sl.first, sl.first + (sl.count - 1) * sl.step + 1, sl.step);
                    else
-                     y = y.index_select(sl.axis, sl.index);
+                     y = y.index_select(sl.axis, sl.index.on(y.device()));
                  }
                  return y;
                }),
@@ -122,17 +122,17 @@ Built build_pad(const OpSpec& s) {
                  }),
                  "at::constant_pad_nd"};
   }
-  std::vector<std::pair<int64_t, at::Tensor>> tables;
+  std::vector<std::pair<int64_t, HostConstant>> tables;
   for (size_t a = 0; a < r; ++a) {
     if (begin[a] == 0 && end[a] == 0) continue;
     const int64_t d = xs[a], out = d + begin[a] + end[a];
     std::vector<int64_t> src(static_cast<size_t>(std::max<int64_t>(out, 0)));
     for (int64_t c = 0; c < out; ++c) src[static_cast<size_t>(c)] = pad_source(c - begin[a], d, mode);
-    tables.emplace_back(static_cast<int64_t>(a), at::tensor(src, at::kLong));
+    tables.emplace_back(static_cast<int64_t>(a), HostConstant(at::tensor(src, at::kLong)));
   }
   return OpDef{single([tables](const TensorList& in) {
                  at::Tensor y = in[0];
-                 for (const auto& [axis, index] : tables) y = y.index_select(axis, index);
+                 for (const auto& [axis, index] : tables) y = y.index_select(axis, index.on(y.device()));
                  return y;
                }),
                "at::index_select"};

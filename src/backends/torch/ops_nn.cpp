@@ -279,10 +279,10 @@ Built build_avg_pool(const OpSpec& s, const OpSemantics& ref) {
   plane.insert(plane.end(), p.image.begin(), p.image.end());
   const auto mask = include_pad ? at::constant_pad_nd(at::ones(plane, options), p.pre_pad, 1.0)
                                 : at::constant_pad_nd(at::ones(plane, options), p.pre_pad, 0.0);
-  const auto count = narrow_to(avg_pool(mask, p, no_pads, true, 1), p.out);
+  const HostConstant count(narrow_to(avg_pool(mask, p, no_pads, true, 1), p.out));
   return OpDef{single([=](const TensorList& in) {
                  const auto sum = avg_pool(at::constant_pad_nd(in[0], p.pre_pad), p, no_pads, true, 1);
-                 return narrow_to(sum, p.out) / count;
+                 return narrow_to(sum, p.out) / count.on(sum.device());
                }),
                "at::avg_pool"};
 }

@@ -207,7 +207,7 @@ Built build_dropout(const OpSpec& s) {
         TensorList out;
         if (!st->mask.defined()) {
           out = {x};
-          if (c.wanted.size() > 1 || c.out.size() > 1) out.push_back(at::ones(x.sizes(), at::kBool));
+          if (c.wanted.size() > 1 || c.out.size() > 1) out.push_back(at::ones(x.sizes(), x.options().dtype(at::kBool)));
           return out;
         }
         out = {at::where(st->mask, x * st->scale, at::zeros({}, x.options()))};

@@ -32,6 +32,7 @@ struct RnnConfig {
   int64_t gates, hidden, dirs, seq, batch;
   bool reverse, batch_first, bias;
   std::vector<int64_t> gate_order;  // ATen gate k is ONNX gate gate_order[k]
+  HostConstant gate_index;          // gate_order as an index tensor
 };
 
 std::string lower(std::string s) {
@@ -85,7 +86,7 @@ std::string refusal(const OpSpec& s) {
 
 // Each direction's weights in ATen's gate order: W [dirs, G*H, I] -> per direction [G*H, I].
 TensorList params_of(const RnnConfig& cfg, const TensorList& in) {
-  const auto order = at::tensor(cfg.gate_order, at::kLong);
+  const at::Tensor& order = cfg.gate_index.on(in[1].device());
   auto reorder = [&](const at::Tensor& t) {  // [dirs, G*H, K] -> gates regrouped
     if (cfg.gates == 1) return t;
     return t.view({cfg.dirs, cfg.gates, cfg.hidden, -1})
@@ -222,6 +223,7 @@ Built build_rnn(const OpSpec& s) {
   cfg.gate_order = s.type == "LSTM"  ? std::vector<int64_t>{0, 2, 3, 1}
                    : s.type == "GRU" ? std::vector<int64_t>{1, 0, 2}
                                      : std::vector<int64_t>{0};
+  cfg.gate_index = HostConstant(at::tensor(cfg.gate_order, at::kLong));
   cfg.batch_first = s.attrs.get_int("layout", 0) == 1;
   cfg.dirs = dirs;
   cfg.reverse = direction == "reverse";

@@ -46,7 +46,7 @@ void register_executors() {
                                       "pin implementations on the reference or onednn executor",
                                       options.pins.begin()->first, options.pins.begin()->second));
     return std::make_unique<TorchExecutor>(net, options);
-  });
+  }, /*takes_device=*/true);
 }
 
 // The one list of torch operator families.

@@ -7,10 +7,12 @@
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include "backward_events.h"
+#include "deep500/core/device_allocator.h"
 #include "deep500/core/error.h"
 #include "deep500/metrics/memory.h"
 #include "deep500/op/op_registry.h"
 #include "custom_autograd.h"
+#include "torch_device.h"
 #include "torch_op.h"
 
 namespace d5::torch_backend {
@@ -51,25 +53,18 @@ struct StopBackward : std::exception {
   const char* what() const noexcept override { return "stopped by an executor event"; }
 };
 
-at::Tensor view_keeping(const Tensor& t) {
-  if (t.numel() == 0) return at::empty(dims_of(t.shape()), at::TensorOptions().dtype(scalar_type(t.dtype())));
-  // The deleter holds a reference to the d5 buffer: autograd may keep the view past the run.
-  return at::from_blob(const_cast<void*>(t.data()), dims_of(t.shape()), [keep = t](void*) {},
-                       at::TensorOptions().dtype(scalar_type(t.dtype())));
-}
-
-// d5 views of ATen tensors for events; non-contiguous ones (expanded gradients) are copied first
-// and kept here while the views are in use.
+// d5 views of ATen tensors for events, on the executor's device; non-contiguous ones (expanded
+// gradients) are copied first and kept here while the views are in use.
 struct EventViews {
   std::vector<at::Tensor> kept;
   std::vector<Tensor> views;
-  explicit EventViews(const std::vector<at::Tensor>& ts) {
+  EventViews(const std::vector<at::Tensor>& ts, const Device& device) {
     for (const auto& t : ts) {
       kept.push_back(t.defined() ? t.contiguous() : t);
       const at::Tensor& c = kept.back();
       views.push_back(t.defined() ? Tensor::view(TensorDesc{dtype_of(c.scalar_type()), Shape(c.sizes().vec()),
                                                             Layout::any},
-                                                 c.data_ptr())
+                                                 c.data_ptr(), device)
                                   : Tensor());
     }
   }
@@ -95,13 +90,43 @@ class DeterminismScope {
 }  // namespace
 
 TorchExecutor::TorchExecutor(Network& network, const ExecutorOptions& options)
-    : GraphExecutor(network), options_(options) {
+    : GraphExecutor(network), options_(options), placement_(torch_placement(options.device)) {
   // Its kernels come from the torch backend's operators, registered with the executor itself
   // (register_builtin_operators); a program that constructs it directly registers them first.
   plan();
 }
 
 TorchExecutor::~TorchExecutor() = default;
+
+at::Tensor TorchExecutor::view_keeping(const Tensor& t) const {
+  const auto options = at::TensorOptions().dtype(scalar_type(t.dtype())).device(placement_.aten);
+  if (t.numel() == 0) return at::empty(dims_of(t.shape()), options);
+  // The deleter holds a reference to the d5 buffer: autograd may keep the view past the run.
+  return at::from_blob(const_cast<void*>(t.data()), dims_of(t.shape()), [keep = t](void*) {}, options);
+}
+
+Tensor TorchExecutor::owned(const at::Tensor& result, const TensorDesc& desc) const {
+  return to_owned(result, desc, placement_.device, placement_.aten);
+}
+
+std::map<std::string, Device> TorchExecutor::feed_devices(const std::string& /*loss*/) {
+  std::map<std::string, Device> out;
+  if (!placement_.host())
+    for (const auto& [name, slot] : input_slots_) out[name] = placement_.device;
+  return out;
+}
+
+bool TorchExecutor::keep_outputs_on_device() {
+  outputs_on_device_ = !placement_.host();
+  return outputs_on_device_;
+}
+
+Tensor TorchExecutor::on_device(const Tensor& t) {
+  if (t.device() == placement_.device) return t;
+  ++memory_.transfers;
+  memory_.transfer_bytes += static_cast<int64_t>(t.bytes());
+  return t.to(placement_.device);
+}
 
 void TorchExecutor::plan() {
   Network& net = network_;
@@ -130,11 +155,15 @@ void TorchExecutor::plan() {
     // Refusals mean the torch backend did not take the node: a fallback. An operator the torch
     // backend itself gave that is no TorchOp is a custom operator registered on it (it runs its
     // own code inside autograd, but is not a fallback).
-    if (!refusals.empty()) {
-      std::string why;
-      for (const auto& r : refusals) why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", r.implementation, r.reason);
-      fallbacks_.emplace_back(node->name, why);
-    }
+    std::string why;
+    for (const auto& r : refusals) why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", r.implementation, r.reason);
+    if (!placement_.host() && !s.torch)
+      throw Unimplemented(fmt::format(
+          "network '{}': node '{}' ({}) would run {}, host code that cannot read {} memory{}; the torch executor "
+          "runs on {} only where every node has an ATen kernel: leave the device out to run it on the host",
+          net.name(), node->name, node->op_type, s.autograd_op->implementation(), placement_.device.to_string(),
+          why.empty() ? "" : " (" + why + ")", placement_.device.to_string()));
+    if (!refusals.empty()) fallbacks_.emplace_back(node->name, why);
     for (size_t i = 0; i < spec.inputs.size(); ++i) s.in.push_back(spec.has_input(i) ? slot(node->inputs[i]) : -1);
     const auto& descs = s.op->output_descs();
     for (size_t k = 0; k < descs.size(); ++k) {
@@ -167,7 +196,7 @@ void TorchExecutor::plan() {
       const Tensor* known = net.known_value(name);
       D5_CHECK(known != nullptr, Internal, "network '{}': '{}' has no value and nothing computes it", net.name(),
                name);
-      b.held = *known;
+      b.held = known->to(placement_.device);  // once per plan
       b.value = view_keeping(b.held);
       ++wrap_count_;
     }
@@ -215,7 +244,13 @@ void TorchExecutor::bind_values(bool training) {
       env_[static_cast<size_t>(b.slot)] = b.value;
       continue;
     }
-    const Tensor current = network_.fetch_tensor(b.name);
+    Tensor current = network_.fetch_tensor(b.name);
+    if (current.device() != placement_.device) {
+      // Moved once: the network holds the parameter on the device from now on, where optimizers
+      // update it (FusedUpdates on the device) and the next call finds it.
+      current = on_device(current);
+      network_.feed_tensor(b.name, current);
+    }
     if (!b.value.defined() || current.data() != b.held.data() || current.desc() != b.held.desc()) {
       b.held = current;
       b.value = view_keeping(current);
@@ -230,7 +265,7 @@ void TorchExecutor::bind_values(bool training) {
       const bool ours = b.grad.defined() && b.grad.desc() == current.desc() && network_.has_value(gname) &&
                         network_.fetch_tensor(gname).data() == b.grad.data();
       if (!ours) {
-        b.grad = Tensor(current.desc());
+        b.grad = Tensor(current.desc(), placement_.device);
         b.grad_view = view_keeping(b.grad);
         network_.feed_tensor(gname, b.grad);
       }
@@ -248,7 +283,7 @@ void TorchExecutor::bind_values(bool training) {
 }
 
 void TorchExecutor::bind_feeds(const TensorMap& feeds) {
-  for (const auto& [name, i] : input_slots_) env_[static_cast<size_t>(i)] = view_of(feeds.at(name));
+  for (const auto& [name, i] : input_slots_) env_[static_cast<size_t>(i)] = view_keeping(on_device(feeds.at(name)));
 }
 
 bool TorchExecutor::forward(bool training, int keep_slot) {
@@ -264,25 +299,31 @@ bool TorchExecutor::forward(bool training, int keep_slot) {
     c.wanted = s.wanted;
     c.replay = c.fresh = training;
     if (events) {
-      if (!fire_before_operator(*s.node, Pass::forward, EventViews(c.in).views)) return false;
+      if (!fire_before_operator(*s.node, Pass::forward, EventViews(c.in, placement_.device).views)) return false;
       if (training)
         c.in = observe_gradients(c.in, [this, node = s.node](const std::vector<at::Tensor>& g) {
-          if (!fire_after_operator(*node, Pass::backward, EventViews(g).views)) throw StopBackward();
+          if (!fire_after_operator(*node, Pass::backward, EventViews(g, placement_.device).views)) throw StopBackward();
         });
     }
     std::vector<at::Tensor> res = s.torch ? s.torch->run_aten(c) : apply_custom_op(s.autograd_op, c.in);
     for (size_t j = 0; j < res.size(); ++j) {
       if (s.out[j] < 0) continue;
       if (res[j].scalar_type() != s.out_type[j]) res[j] = res[j].to(s.out_type[j]);
+      if (res[j].device() != placement_.aten) {
+        // A kernel's value made on the host when it was created (a constant it returns): counted.
+        ++memory_.transfers;
+        memory_.transfer_bytes += static_cast<int64_t>(res[j].nbytes());
+        res[j] = res[j].to(placement_.aten);
+      }
       // Kernels read their inputs as the contiguous views TorchOp gives them.
       if (!res[j].is_contiguous()) res[j] = res[j].contiguous();
     }
     if (events) {
       if (training)
         res = observe_gradients(res, [this, node = s.node](const std::vector<at::Tensor>& g) {
-          if (!fire_before_operator(*node, Pass::backward, EventViews(g).views)) throw StopBackward();
+          if (!fire_before_operator(*node, Pass::backward, EventViews(g, placement_.device).views)) throw StopBackward();
         });
-      if (!fire_after_operator(*s.node, Pass::forward, EventViews(res).views)) return false;
+      if (!fire_after_operator(*s.node, Pass::forward, EventViews(res, placement_.device).views)) return false;
     }
     for (size_t j = 0; j < res.size(); ++j)
       if (s.out[j] >= 0) env_[static_cast<size_t>(s.out[j])] = std::move(res[j]);
@@ -301,8 +342,15 @@ TensorMap TorchExecutor::store_outputs(const std::vector<std::string>& names) {
     // autograd graph, or a buffer something else holds, is copied. The slot keeps the value for
     // the rest of the call either way.
     const at::Tensor v = std::move(slot);
-    const Tensor t = to_owned(v, network_.desc(name));
+    Tensor t = owned(v, network_.desc(name));
     slot = v;
+    if (!placement_.host() && !outputs_on_device_) {
+      // The caller reads graph outputs on the host, as from every executor, unless it asked for
+      // them where they are made (keep_outputs_on_device).
+      ++memory_.transfers;
+      memory_.transfer_bytes += static_cast<int64_t>(t.bytes());
+      t = t.to(Device::cpu());
+    }
     network_.feed_tensor(name, t);
     out[name] = t;
   }
@@ -323,7 +371,8 @@ void TorchExecutor::backward(const at::Tensor& loss) {
     for (auto* b : trained) b->grad_view.zero_();
   // A parameter the loss does not depend on gets zeros.
   auto zeros_for_all = [&] {
-    for (auto* b : trained) network_.feed_tensor(Network::gradient_name(b->name), Tensor(b->held.desc()));
+    for (auto* b : trained)
+      network_.feed_tensor(Network::gradient_name(b->name), Tensor(b->held.desc(), placement_.device));
   };
   if (!loss.requires_grad()) {
     if (!accumulate) zeros_for_all();
@@ -339,7 +388,8 @@ void TorchExecutor::backward(const at::Tensor& loss) {
     for (size_t k = 0; k < trained.size(); ++k) {
       const TensorDesc& desc = trained[k]->held.desc();
       at::Tensor g = std::move(grads[k]);
-      network_.feed_tensor(Network::gradient_name(trained[k]->name), g.defined() ? to_owned(g, desc) : Tensor(desc));
+      network_.feed_tensor(Network::gradient_name(trained[k]->name),
+                           g.defined() ? owned(g, desc) : Tensor(desc, placement_.device));
     }
   } catch (const StopBackward&) {
     stopped_ = true;
@@ -429,6 +479,10 @@ void TorchExecutor::begin_memory() {
 }
 
 void TorchExecutor::end_memory() {
+  // On a device the call returns when its work is done, as on the host: the backward pass was
+  // queued after the outputs were read, and a caller timing the call would otherwise time only
+  // the queueing.
+  if (!placement_.host()) allocator_for(placement_.device).synchronize(placement_.device.index);
   if (measure_rss_) memory_.peak_rss_bytes = peak_rss_bytes();
 }
 

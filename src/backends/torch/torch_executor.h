@@ -13,6 +13,13 @@
 // parameters are autograd leaves, and their gradients land in d5 tensors the network stores under
 // Network::gradient_name(param) (see GradientSink). A gradient tensor someone else put in the
 // network is replaced, never written.
+//
+// On a device (ExecutorOptions::device, "cuda:0"; torch_device.h) every tensor lives there: a
+// parameter or constant on the host is moved once and the network holds the moved one, feeds on
+// another device are copied in, graph outputs (the loss included) are copied to the host for the
+// caller, and gradients stay on the device. memory().transfers counts those copies; a steady-state
+// training step copies only its feeds and outputs. Every node must then run on an ATen kernel:
+// reference fallbacks and custom operators run host code, and are refused with the node named.
 #include <ATen/ATen.h>
 
 #include <cstdint>
@@ -23,6 +30,7 @@
 #include <vector>
 
 #include "deep500/net/graph_executor.h"
+#include "torch_device.h"
 
 namespace d5::torch_backend {
 
@@ -74,6 +82,10 @@ class TorchExecutor final : public GraphExecutor {
   int64_t wrap_count() const { return wrap_count_; }
   // How many times the graph was planned (operators created): once per network version.
   int64_t plan_count() const { return plan_count_; }
+  const TorchPlacement& placement() const { return placement_; }
+  // On a device: every graph input is read there, and outputs may stay there. On the host: none.
+  std::map<std::string, Device> feed_devices(const std::string& loss = "") override;
+  bool keep_outputs_on_device() override;
 
  private:
   struct Step;
@@ -92,8 +104,13 @@ class TorchExecutor final : public GraphExecutor {
   bool forward(bool training, int keep_slot);
   TensorMap store_outputs(const std::vector<std::string>& names);
   void backward(const at::Tensor& loss);
+  // t on the executor's device: itself when it is there, else a copy, counted as a transfer.
+  Tensor on_device(const Tensor& t);
+  at::Tensor view_keeping(const Tensor& t) const;
+  Tensor owned(const at::Tensor& result, const TensorDesc& desc) const;
 
   ExecutorOptions options_;
+  TorchPlacement placement_;
   uint64_t planned_version_ = 0;
   bool planned_ = false;
   std::vector<Step> steps_;
@@ -105,6 +122,7 @@ class TorchExecutor final : public GraphExecutor {
   std::vector<std::pair<std::string, std::string>> fallbacks_;
   std::map<int, std::vector<bool>> active_;
   bool measure_rss_ = false;
+  bool outputs_on_device_ = false;
   ExecutorMemory memory_;
   GradientSink gradient_sink_ = GradientSink::adopt;
   int64_t wrap_count_ = 0;

@@ -52,10 +52,12 @@ at::ScalarType scalar_type(DType t) {
   D5_THROW(Internal, "dtype {} has no torch equivalent", static_cast<int>(t));
 }
 
-at::Tensor view_of(const Tensor& t) {
+at::Tensor view_of(const Tensor& t) { return view_on(t, at::Device(at::kCPU)); }
+
+at::Tensor view_on(const Tensor& t, const at::Device& where) {
   if (!t.defined()) return {};
   const auto dims = dims_of(t.shape());
-  const auto options = at::TensorOptions().dtype(scalar_type(t.dtype()));
+  const auto options = at::TensorOptions().dtype(scalar_type(t.dtype())).device(where);
   // An empty d5 tensor may have no buffer at all.
   if (t.numel() == 0) return at::empty(dims, options);
   // The view never owns the buffer; const inputs are never written (kernels are functional).
@@ -73,8 +75,8 @@ DType dtype_of(at::ScalarType t) {
 
 namespace {
 
-bool adoptable_as(const at::Tensor& result, const TensorDesc& desc) {
-  if (!result.defined() || result.layout() != at::kStrided || !result.device().is_cpu() || desc.numel() == 0)
+bool adoptable_as(const at::Tensor& result, const TensorDesc& desc, const at::Device& where) {
+  if (!result.defined() || result.layout() != at::kStrided || result.device() != where || desc.numel() == 0)
     return false;
   // Sole owner of its whole storage: not an input's view, not a tensor the kernel keeps, and no
   // larger buffer kept alive behind a smaller output (the memory statistics count desc's bytes).
@@ -88,13 +90,20 @@ bool adoptable_as(const at::Tensor& result, const TensorDesc& desc) {
 
 bool adoptable(const at::Tensor& result, const Tensor& dst) {
   if (!dst.defined() || dst.is_view() || dst.device().kind != DeviceKind::cpu) return false;
-  return adoptable_as(result, dst.desc());
+  return adoptable_as(result, dst.desc(), at::Device(at::kCPU));
 }
 
 Tensor to_owned(const at::Tensor& result, const TensorDesc& desc) {
-  if (adoptable_as(result, desc)) return Tensor::adopt(desc, result.data_ptr(), std::make_shared<at::Tensor>(result));
-  Tensor t = Tensor::uninitialized(desc);
-  if (t.numel() > 0) view_of(t).copy_(result.detach());
+  return to_owned(result, desc, Device::cpu(), at::Device(at::kCPU));
+}
+
+Tensor to_owned(const at::Tensor& result, const TensorDesc& desc, const Device& device, const at::Device& where) {
+  // Tensor::adopt takes host buffers only: on a device the result is copied into d5's memory
+  // there (one device-side copy per result).
+  if (device == Device::cpu() && adoptable_as(result, desc, where))
+    return Tensor::adopt(desc, result.data_ptr(), std::make_shared<at::Tensor>(result));
+  Tensor t = Tensor::uninitialized(desc, device);
+  if (t.numel() > 0) view_on(t, where).copy_(result.detach());
   return t;
 }
 
@@ -104,6 +113,12 @@ void store_result(const at::Tensor& result, Tensor& dst, const at::Tensor& dst_v
     return;
   }
   if (dst_view.numel() > 0) dst_view.copy_(result);
+}
+
+const at::Tensor& HostConstant::on(const at::Device& device) const {
+  if (!host_.defined() || host_.device() == device) return host_;
+  if (!copy_.defined() || copy_.device() != device) copy_ = host_.to(device);
+  return copy_;
 }
 
 int64_t axis_in(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }

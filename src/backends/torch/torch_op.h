@@ -105,6 +105,8 @@ at::ScalarType scalar_type(DType t);
 DType dtype_of(at::ScalarType t);
 // A view of t's buffer (no copy); undefined for an undefined tensor, an empty tensor for numel 0.
 at::Tensor view_of(const Tensor& t);
+// The same for a buffer ATen reads on `where` (a d5 tensor on a device, torch_device.h).
+at::Tensor view_on(const Tensor& t, const at::Device& where);
 std::vector<int64_t> dims_of(const Shape& s);
 // Hands an ATen result (the shape of dst, any dtype) to dst without a copy where the operator
 // contract allows it: an owned dst is rebound to the result's buffer (Tensor::adopt, the
@@ -116,6 +118,24 @@ void store_result(const at::Tensor& result, Tensor& dst, const at::Tensor& dst_v
 // An owned d5 tensor of `desc` holding `result` (of desc's shape, any dtype): adopted under the same
 // conditions as adoptable(), else a new tensor with the result copied (and converted) into it.
 Tensor to_owned(const at::Tensor& result, const TensorDesc& desc);
+// The same on a device: `result` is on `where`, the tensor returned on `device` (its d5 name),
+// always a copy there (d5 adopts host buffers only).
+Tensor to_owned(const at::Tensor& result, const TensorDesc& desc, const Device& device, const at::Device& where);
+// A tensor a kernel makes once, on the host, when its operator is created (an index table, a
+// divisor), read on the device of the tensors the kernel meets: copied there once, then reused,
+// so that a kernel on a GPU neither mixes devices nor copies it again at every call.
+class HostConstant {
+ public:
+  HostConstant() = default;
+  explicit HostConstant(at::Tensor host) : host_(std::move(host)) {}
+  bool defined() const { return host_.defined(); }
+  const at::Tensor& on(const at::Device& device) const;
+
+ private:
+  at::Tensor host_;
+  mutable at::Tensor copy_;  // on the last device asked for other than the host
+};
+
 // ONNX axis in [-rank, rank) to [0, rank) (the reference has validated it).
 int64_t axis_in(int64_t axis, size_t rank);
 // Integers from constant input i when present (the reference has checked that it is known),

@@ -1,6 +1,6 @@
 // The LibTorch graph executor against the reference executor: outputs and every parameter gradient
 // of small networks (test_executor_backprop), parameters shared with the network without copies,
-// events, fallbacks and bad input.
+// events, fallbacks and bad input; and on a device (the tests' host-memory one).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -14,6 +14,13 @@
 #include "deep500/net/operator_executor.h"
 #include "deep500/core/rng.h"
 #include "deep500/op/validation.h"
+#include "deep500/core/build_info.h"
+#include "../test_memory_device.h"
+
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <cstring>
+#include <set>
 
 namespace d5 {
 namespace {
@@ -178,7 +185,8 @@ TEST_F(TorchExecutorTest, ResidualFanOutSumsGradients) {
 
 // AveragePool with dilations has no ATen kernel: the node runs the reference operator inside the
 // autograd graph, and gradients still flow through it to the convolution before it.
-TEST_F(TorchExecutorTest, RefusedNodeRunsTheReferenceInsideAutograd) {
+// conv -> AveragePool with dilations (which the torch backend refuses) -> Flatten -> Gemm -> loss.
+Network with_refused_pool() {
   Network net("fallback");
   net.add_input("x", TensorDesc{DType::f32, Shape{2, 2, 7, 7}});
   net.add_input("labels", TensorDesc{DType::i64, Shape{2}});
@@ -192,6 +200,11 @@ TEST_F(TorchExecutorTest, RefusedNodeRunsTheReferenceInsideAutograd) {
   net.add_node({"fc", "Gemm", "", Attributes{{"transB", int64_t{1}}}, {"f", "fw"}, {"logits"}});
   net.add_node({"xent", "SoftmaxCrossEntropyLoss", "", {}, {"logits", "labels"}, {"loss"}});
   net.add_output("logits");
+  return net;
+}
+
+TEST_F(TorchExecutorTest, RefusedNodeRunsTheReferenceInsideAutograd) {
+  Network net = with_refused_pool();
   auto ex = make_executor(net, "torch");
   const TensorMap feeds{{"x", random(DType::f32, Shape{2, 2, 7, 7}, "fx")},
                         {"labels", random(DType::i64, Shape{2}, "fl", 0, 4)}};
@@ -465,6 +478,160 @@ TEST_F(TorchExecutorTest, BadInputIsNamed) {
   }
   // Inference runs only what the graph outputs need, and the loss is not among it.
   EXPECT_NO_THROW(ex->inference(bad_labels));
+}
+
+// ---- on a device --------------------------------------------------------------------------
+// The tests' host-memory device "testmem" (test_memory_device.h) read as ATen's CPU memory: every
+// placement path a GPU takes runs here. Values must equal the host run's bit for bit (the same
+// ATen kernels on the same values); copies are counted against what the placement predicts.
+
+class TorchOnDevice : public TorchExecutorTest {
+ protected:
+  static void SetUpTestSuite() {
+    TorchExecutorTest::SetUpTestSuite();
+    test::test_memory_device();
+    torch_backend::register_aten_device("testmem", at::kCPU);
+  }
+  static std::unique_ptr<GraphExecutor> on_testmem(Network& net) {
+    ExecutorOptions eo;
+    eo.device = "testmem:0";
+    return make_executor(net, "torch", eo);
+  }
+};
+
+void expect_bits(const Tensor& actual, const Tensor& expected, const std::string& what) {
+  ASSERT_TRUE(actual.defined() && expected.defined()) << what;
+  const Tensor a = actual.to(Device::cpu()), e = expected.to(Device::cpu());
+  ASSERT_EQ(a.desc(), e.desc()) << what;
+  EXPECT_EQ(std::memcmp(a.data(), e.data(), a.bytes()), 0) << what;
+}
+
+// Records the device of every tensor a forward event sees.
+struct DeviceSeen : ExecutorEvent {
+  std::set<std::string> devices;
+  bool before_operator(const Node&, Pass pass, std::span<const Tensor> inputs) override {
+    for (const auto& t : inputs)
+      if (pass == Pass::forward && t.defined()) devices.insert(t.device().to_string());
+    return true;
+  }
+};
+
+TEST_F(TorchOnDevice, ATrainingStepEqualsTheHostsWithParametersMovedOnceAndGradientsLeftThere) {
+  const std::vector<std::string> params{"W1", "b1", "W2", "b2"};
+  for (const auto sink : {torch_backend::GradientSink::adopt, torch_backend::GradientSink::accumulate}) {
+    SCOPED_TRACE(sink == torch_backend::GradientSink::adopt ? "adopt" : "accumulate");
+    Network host_net = mlp(), dev_net = mlp();
+    auto host = make_executor(host_net, "torch");
+    auto dev = on_testmem(dev_net);
+    auto& torch = dynamic_cast<torch_backend::TorchExecutor&>(*dev);
+    EXPECT_EQ(torch.placement().device.to_string(), "testmem:0");
+    dynamic_cast<torch_backend::TorchExecutor&>(*host).set_gradient_sink(sink);
+    torch.set_gradient_sink(sink);
+    auto seen = std::make_shared<DeviceSeen>();
+    dev->add_event(seen);
+    const auto allocator = test::test_memory_allocator();
+    for (int step = 0; step < 2; ++step) {
+      const TensorMap feeds = mlp_feeds(step);
+      const int syncs = allocator->synchronizations;
+      const TensorMap want = host->inference_and_backprop(feeds, "loss");
+      const TensorMap got = dev->inference_and_backprop(feeds, "loss");
+      // Each copy waits for itself (Tensor::to), and the call once more at its end, for its
+      // backward pass.
+      const ExecutorMemory m = dev->memory();
+      EXPECT_EQ(allocator->synchronizations, syncs + m.transfers + 1);
+      for (const std::string name : {"logits", "loss"}) {
+        EXPECT_EQ(got.at(name).device(), Device::cpu()) << name;  // the caller reads outputs on the host
+        expect_bits(got.at(name), want.at(name), name);
+      }
+      for (const auto& p : params) {
+        EXPECT_EQ(dev_net.fetch_tensor(p).device().to_string(), "testmem:0") << p;
+        const Tensor g = dev_net.fetch_tensor(Network::gradient_name(p));
+        EXPECT_EQ(g.device().to_string(), "testmem:0") << p;
+        expect_bits(g, host_net.fetch_tensor(Network::gradient_name(p)), p + "'s gradient");
+      }
+      // In: the 4 parameters at the first call only, and both feeds; out: logits and the loss.
+      const int64_t feed_bytes = 8 * 16 * 4 + 8 * 8, output_bytes = 8 * 10 * 4 + 4;
+      const int64_t param_bytes = (32 * 16 + 32 + 10 * 32 + 10) * 4;
+      EXPECT_EQ(m.transfers, (step == 0 ? 4 : 0) + 2 + 2) << "step " << step;
+      EXPECT_EQ(m.transfer_bytes, (step == 0 ? param_bytes : 0) + feed_bytes + output_bytes) << "step " << step;
+    }
+    EXPECT_EQ(seen->devices, std::set<std::string>{"testmem:0"});
+    // A feed already on the device is read there: only the labels come in.
+    TensorMap feeds = mlp_feeds(2);
+    feeds["x"] = feeds["x"].to(test::test_memory_device());
+    dev->inference_and_backprop(feeds, "loss");
+    EXPECT_EQ(dev->memory().transfers, 1 + 2);
+    // Resident inputs and outputs (d5 net --resident-io): feeds placed where they are read, outputs
+    // left where they are made; a steady-state step copies nothing.
+    const auto where = dev->feed_devices("loss");
+    ASSERT_EQ(where.size(), 2u);
+    for (const auto& [name, device] : where) feeds[name] = feeds[name].to(device);
+    ASSERT_TRUE(dev->keep_outputs_on_device());
+    const TensorMap resident = dev->inference_and_backprop(feeds, "loss");
+    EXPECT_EQ(dev->memory().transfers, 0);
+    EXPECT_EQ(resident.at("loss").device().to_string(), "testmem:0");
+    Network plain = mlp();
+    auto on_host = make_executor(plain, "torch");
+    EXPECT_TRUE(on_host->feed_devices("loss").empty());
+    EXPECT_FALSE(on_host->keep_outputs_on_device());
+  }
+}
+
+TEST_F(TorchOnDevice, InferenceEqualsTheHostsWithConstantsOnTheDevice) {
+  Network host_net = cnn(), dev_net = cnn();
+  auto host = make_executor(host_net, "torch");
+  auto dev = on_testmem(dev_net);
+  const TensorMap feeds{{"x", random(DType::f32, Shape{4, 3, 12, 12}, "cx")},
+                        {"labels", random(DType::i64, Shape{4}, "cl", 0, 5)}};
+  for (int call = 0; call < 2; ++call) {
+    const TensorMap got = dev->inference(feeds);
+    expect_bits(got.at("logits"), host->inference(feeds).at("logits"), "logits");
+    // 6 parameters at the first call (the batch-norm statistics are constants, placed when
+    // planned), 2 feeds and the logits.
+    EXPECT_EQ(dev->memory().transfers, (call == 0 ? 6 : 0) + 2 + 1) << "call " << call;
+  }
+}
+
+TEST_F(TorchOnDevice, WhatCannotRunThereIsRefusedWithTheReason) {
+  // A node only the reference runs: host code cannot read the device's memory.
+  Network refused = with_refused_pool();
+  try {
+    on_testmem(refused);
+    FAIL() << "no refusal";
+  } catch (const Unimplemented& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'pool'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("testmem:0"), std::string::npos) << e.what();
+  }
+  Network net = mlp();
+  ExecutorOptions eo;
+  eo.device = "nosuchkind:0";
+  EXPECT_THROW(make_executor(net, "torch", eo), InvalidArgument);
+  // A d5 device ATen has no counterpart for.
+  test::test_memory_device(0, "othermem");
+  eo.device = "othermem:0";
+  try {
+    make_executor(net, "torch", eo);
+    FAIL() << "no refusal";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("ATen has no device"), std::string::npos) << e.what();
+  }
+  // Executors that run where their backend does take no device.
+  eo.device = "testmem:0";
+  EXPECT_THROW(make_executor(net, "reference", eo), Unimplemented);
+  // A GPU needs a LibTorch built with CUDA.
+  eo.device = "cuda:0";
+  if (c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA))
+    GTEST_SKIP() << "this LibTorch has CUDA: the GPU tests run it on cuda";
+  if (is_not_built_backend("cuda")) {
+    EXPECT_THROW(make_executor(net, "torch", eo), NotBuilt);
+    return;
+  }
+  try {
+    make_executor(net, "torch", eo);
+    FAIL() << "no refusal";
+  } catch (const NotBuilt& e) {
+    EXPECT_NE(std::string(e.what()).find("built without CUDA"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
