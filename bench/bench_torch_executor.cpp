@@ -15,6 +15,10 @@
 // depend on the order in which tensors are freed, which is not the executor's work; page faults
 // per step are printed for each side.
 // --gradients adopt,accumulate times the executor with each way of landing gradients in the network.
+// --device cuda:0 runs both sides on a GPU (a d5 built against a CUDA LibTorch): parameters and
+// the batch on the device for both, the executor with resident inputs and outputs (its loss stays
+// there, as the hand-written one's does), and each step of either side ends by waiting for the
+// device, so that both are timed to the end of their work.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -25,9 +29,11 @@
 #include <sys/resource.h>
 #include <iostream>
 
+#include "backends/torch/torch_device.h"
 #include "backends/torch/torch_executor.h"
 #include "bench_util.h"
 #include "deep500/backends/builtin.h"
+#include "deep500/core/device_allocator.h"
 #include "deep500/net/graph_executor.h"
 #include "deep500/core/malloc_policy.h"
 #include "deep500/metrics/manifest.h"
@@ -167,6 +173,32 @@ typename M::T basic_block(M& m, const typename M::T& x, int64_t cin, int64_t cou
   return m.relu(m.add(h, skip));
 }
 
+// ResNet-50: bottleneck blocks (1x1, 3x3, 1x1 with four times the channels), the stride on the
+// 3x3 convolution, a 1x1 projection where the shape changes.
+template <class M>
+typename M::T bottleneck(M& m, const typename M::T& x, int64_t cin, int64_t width, int64_t stride) {
+  const int64_t cout = 4 * width;
+  auto h = m.relu(m.batch_norm(m.conv(x, cin, width, 1, 1, 0, false), width));
+  h = m.relu(m.batch_norm(m.conv(h, width, width, 3, stride, 1, false), width));
+  h = m.batch_norm(m.conv(h, width, cout, 1, 1, 0, false), cout);
+  const auto skip = stride != 1 || cin != cout ? m.batch_norm(m.conv(x, cin, cout, 1, stride, 0, false), cout) : x;
+  return m.relu(m.add(h, skip));
+}
+
+template <class M>
+typename M::T resnet50(M& m, const typename M::T& x, const typename M::T& labels) {
+  auto h = m.max_pool(m.relu(m.batch_norm(m.conv(x, 3, 64, 7, 2, 3, false), 64)), 3, 2, 1);
+  int64_t cin = 64;
+  for (const auto& [width, blocks] : std::vector<std::pair<int64_t, int>>{{64, 3}, {128, 4}, {256, 6}, {512, 3}}) {
+    for (int b = 0; b < blocks; ++b) {
+      h = bottleneck(m, h, cin, width, b == 0 && width != 64 ? 2 : 1);
+      cin = 4 * width;
+    }
+  }
+  h = m.flatten(m.global_avg_pool(h));
+  return m.loss(m.fc(h, 2048, 1000), labels);
+}
+
 template <class M>
 typename M::T resnet18(M& m, const typename M::T& x, const typename M::T& labels) {
   auto h = m.max_pool(m.relu(m.batch_norm(m.conv(x, 3, 64, 7, 2, 3, false), 64)), 3, 2, 1);
@@ -188,9 +220,10 @@ struct Workload {
   std::function<at::Tensor(AtenModel&, const at::Tensor&, const at::Tensor&)> forward;
 };
 
-at::Tensor aten_of(const Tensor& t) {
+// A view of a d5 tensor wherever it is (the host, or the bench's device).
+at::Tensor aten_of(const Tensor& t, const at::Device& where = at::Device(at::kCPU)) {
   return at::from_blob(const_cast<void*>(t.data()), t.shape().dims(),
-                       at::TensorOptions().dtype(t.dtype() == DType::i64 ? at::kLong : at::kFloat));
+                       at::TensorOptions().dtype(t.dtype() == DType::i64 ? at::kLong : at::kFloat).device(where));
 }
 
 long minor_faults() {
@@ -235,7 +268,13 @@ std::unique_ptr<Network> build_network(const Workload& w, std::string* loss) {
   return net;
 }
 
-Measured measure(const Workload& w, const std::vector<std::string>& sinks, int rounds, double round_seconds) {
+Measured measure(const Workload& w, const std::vector<std::string>& sinks, int rounds, double round_seconds,
+                 const std::string& device) {
+  const torch_backend::TorchPlacement place = torch_backend::torch_placement(device);
+  // Both sides end each step by waiting for the device (the executor does so itself).
+  auto wait = [&place] {
+    if (!place.host()) allocator_for(place.device).synchronize(place.device.index);
+  };
   std::string loss;
   // One network per executor: an executor replaces gradient tensors it did not make, so two on
   // one network would allocate them anew at every step.
@@ -247,17 +286,20 @@ Measured measure(const Workload& w, const std::vector<std::string>& sinks, int r
   RngStream r(7, w.name);
   for (int64_t i = 0; i < x.numel(); ++i) x.set(i, r.uniform(-1, 1));
   for (int64_t i = 0; i < labels.numel(); ++i) labels.set(i, static_cast<double>(r.below(w.classes)));
-  const TensorMap feeds{{"x", x}, {"labels", labels}};
+  // The batch where both sides read it: on a device, placed there once.
+  const TensorMap feeds{{"x", x.to(place.device)}, {"labels", labels.to(place.device)}};
 
   std::map<std::string, at::Tensor> params;
-  for (const auto& name : net.get_params()) params[name] = aten_of(net.fetch_tensor(name)).clone().requires_grad_(true);
-  const at::Tensor ax = aten_of(x), alabels = aten_of(labels);
+  for (const auto& name : net.get_params())
+    params[name] = aten_of(net.fetch_tensor(name)).to(place.aten).clone().requires_grad_(true);
+  const at::Tensor ax = aten_of(x).to(place.aten), alabels = aten_of(labels).to(place.aten);
   at::Tensor hand_loss;
   auto hand_step = [&] {
     for (auto& [name, t] : params) t.mutable_grad().reset();
     AtenModel am{params};
     hand_loss = w.forward(am, ax, alabels);
     hand_loss.backward();
+    wait();
   };
   hand_step();
 
@@ -268,19 +310,22 @@ Measured measure(const Workload& w, const std::vector<std::string>& sinks, int r
   for (size_t k = 0; k < sinks.size(); ++k) {
     const std::string& sink = sinks[k];
     Network& net = *nets[k];
-    executors.push_back(std::make_unique<torch_backend::TorchExecutor>(net, ExecutorOptions{}));
+    ExecutorOptions eo;
+    eo.device = device;
+    executors.push_back(std::make_unique<torch_backend::TorchExecutor>(net, eo));
     auto& ex = *executors.back();
     ex.set_gradient_sink(sink_of(sink));
+    ex.keep_outputs_on_device();  // on a device: the loss stays there, as the hand-written one's
     D5_CHECK(ex.fallbacks().empty(), Internal, "{}: the torch executor falls back on node {}", w.name,
              ex.fallbacks()[0].first);
     steps.push_back([&ex, &feeds, &loss] { ex.inference_and_backprop(feeds, loss); });
     // Same computation: the first step's loss and every gradient agree with the hand-written step.
     steps.back()();
-    const double d5_loss = net.fetch_tensor(loss).get(0), aten_loss = hand_loss.item<double>();
+    const double d5_loss = net.fetch_tensor(loss).to(Device::cpu()).get(0), aten_loss = hand_loss.item<double>();
     D5_CHECK(std::abs(d5_loss - aten_loss) <= 1e-4 * std::abs(aten_loss) + 1e-5, Internal,
              "{}: executor loss {} differs from the hand-written step's {}", w.name, d5_loss, aten_loss);
     for (const auto& [p, gname] : net.gradient())
-      D5_CHECK(at::allclose(aten_of(net.fetch_tensor(gname)), params.at(p).grad(), 1e-3, 1e-5), Internal,
+      D5_CHECK(at::allclose(aten_of(net.fetch_tensor(gname), place.aten), params.at(p).grad(), 1e-3, 1e-5), Internal,
                "{} ({}): gradients of '{}' differ between the executor and the hand-written step", w.name, sink, p);
     m.sides.push_back(Side{sink, {}, {}, 0});
   }
@@ -288,9 +333,10 @@ Measured measure(const Workload& w, const std::vector<std::string>& sinks, int r
 
   // The zeroing pass the accumulate sink adds to a step.
   std::vector<at::Tensor> grads;
-  for (const auto& [p, gname] : net.gradient()) grads.push_back(aten_of(net.fetch_tensor(gname)));
+  for (const auto& [p, gname] : net.gradient()) grads.push_back(aten_of(net.fetch_tensor(gname), place.aten));
   m.zero_grad_median = median(hand_loop([&] {
     for (auto& t : grads) t.zero_();
+    wait();
   }, 20));
 
   const double probe = median(hand_loop(hand_step, 2));
@@ -342,7 +388,8 @@ int main(int argc, char** argv) try {
   set_invocation(argc, argv);
   const Args args(argc, argv,
                   {{"networks", "lenet5,resnet18"}, {"rounds", "10"}, {"round-seconds", "1"},
-                   {"lenet-batch", "64"}, {"resnet-batch", "16"}, {"resnet-image", "224"}, {"threads", "0"}, {"gradients", "adopt"}, {"json", ""}, {"malloc", "keep"}});
+                   {"lenet-batch", "64"}, {"resnet-batch", "16"}, {"resnet-image", "224"}, {"threads", "0"},
+                   {"gradients", "adopt"}, {"json", ""}, {"malloc", "keep"}, {"device", "cpu"}});
   set_malloc_policy(parse_malloc_policy(args.str("malloc")));
   register_builtin_operators();
   if (args.integer("threads") > 0) at::set_num_threads(args.integer("threads"));
@@ -355,15 +402,19 @@ int main(int argc, char** argv) try {
        [](AtenModel& m, const at::Tensor& x, const at::Tensor& l) { return lenet5(m, x, l); }},
       {"resnet18", Shape{args.integer("resnet-batch"), 3, image, image}, 1000,
        [](D5Model& m, const std::string& x, const std::string& l) { return resnet18(m, x, l); },
-       [](AtenModel& m, const at::Tensor& x, const at::Tensor& l) { return resnet18(m, x, l); }}};
+       [](AtenModel& m, const at::Tensor& x, const at::Tensor& l) { return resnet18(m, x, l); }},
+      {"resnet50", Shape{args.integer("resnet-batch"), 3, image, image}, 1000,
+       [](D5Model& m, const std::string& x, const std::string& l) { return resnet50(m, x, l); },
+       [](AtenModel& m, const at::Tensor& x, const at::Tensor& l) { return resnet50(m, x, l); }}};
 
   Results res;
-  std::cout << fmt::format("threads: {} (ATen); malloc: {}; rounds: {}; ratio = executor step / hand-written step\n",
-                           at::get_num_threads(), args.str("malloc"), rounds);
+  std::cout << fmt::format("device: {}; threads: {} (ATen); malloc: {}; rounds: {}; ratio = executor step / "
+                           "hand-written step\n",
+                           args.str("device"), at::get_num_threads(), args.str("malloc"), rounds);
   for (const auto& name : args.list("networks")) {
     const auto w = std::find_if(all.begin(), all.end(), [&](const Workload& x) { return x.name == name; });
-    D5_CHECK_ARG(w != all.end(), "unknown network '{}' (lenet5, resnet18)", name);
-    const auto m = measure(*w, args.list("gradients"), rounds, args.number("round-seconds"));
+    D5_CHECK_ARG(w != all.end(), "unknown network '{}' (lenet5, resnet18, resnet50)", name);
+    const auto m = measure(*w, args.list("gradients"), rounds, args.number("round-seconds"), args.str("device"));
     std::cout << fmt::format("{:<9} batch {:>3}  hand-written {:>9.3f} ms  {:>7.0f} page faults  ({} runs/round)\n",
                              w->name, w->input[0], m.hand_median * 1e3, m.hand_faults, m.runs);
     for (const auto& side : m.sides) {
@@ -371,7 +422,8 @@ int main(int argc, char** argv) try {
           "  executor ({:<10}) {:>9.3f} ms  {:>7.0f} page faults  ratio {}  CPU-time ratio {}  (target <= 1.03)\n",
           side.sink, side.median_s * 1e3, side.faults, with_ci(side.ratios), with_ci(side.cpu_ratios));
       res.cases.push_back(ratio_case(fmt::format("{} ({})", w->name, side.sink), "torch",
-                                     {{"batch", w->input[0]}, {"input", w->input.to_string()}, {"gradients", side.sink}},
+                                     {{"batch", w->input[0]}, {"input", w->input.to_string()}, {"gradients", side.sink},
+                                      {"device", args.str("device")}},
                                      side.ratios,
                                      {{"target", "<= 1.03"},
                                       {"executor_median_s", side.median_s},

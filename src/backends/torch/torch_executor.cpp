@@ -342,15 +342,17 @@ TensorMap TorchExecutor::store_outputs(const std::vector<std::string>& names) {
     // autograd graph, or a buffer something else holds, is copied. The slot keeps the value for
     // the rest of the call either way.
     const at::Tensor v = std::move(slot);
-    Tensor t = owned(v, network_.desc(name));
-    slot = v;
-    if (!placement_.host() && !outputs_on_device_) {
+    Tensor t;
+    if (placement_.host() || outputs_on_device_) {
+      t = owned(v, network_.desc(name));
+    } else {
       // The caller reads graph outputs on the host, as from every executor, unless it asked for
-      // them where they are made (keep_outputs_on_device).
+      // them where they are made (keep_outputs_on_device): one copy, straight from ATen's result.
+      t = to_owned(v.detach().to(at::kCPU), network_.desc(name));
       ++memory_.transfers;
       memory_.transfer_bytes += static_cast<int64_t>(t.bytes());
-      t = t.to(Device::cpu());
     }
+    slot = v;
     network_.feed_tensor(name, t);
     out[name] = t;
   }
