@@ -172,6 +172,17 @@ TEST(CliInfo, OpenMpiSaysWhetherItIsCudaAware) {
   EXPECT_TRUE(runtime.ends_with(", built CUDA-aware") || runtime.ends_with(", built without CUDA support")) << runtime;
 }
 
+// Whether the torch executor can run on a GPU is a property of the LibTorch linked: the manifest
+// says it (Debian's LibTorch is CPU-only; a PyTorch installation's may have CUDA).
+TEST(CliInfo, LibTorchSaysWhetherItWasBuiltWithCuda) {
+  const auto libraries = nlohmann::json::parse(run_d5({"info", "--format", "json"}).out)["libraries"];
+  if (!libraries.contains("libtorch")) GTEST_SKIP() << "this d5 was built without the torch backend";
+  const std::string runtime = libraries["libtorch"]["runtime"];
+  EXPECT_TRUE(runtime.ends_with(", built with CUDA") || runtime.ends_with(", built without CUDA")) << runtime;
+  // The version comes first, as compiled.
+  EXPECT_TRUE(runtime.starts_with(libraries["libtorch"]["compiled"].get<std::string>() + ", ")) << libraries.dump();
+}
+
 // A disk that fills while d5 writes its result: exit code 4 naming the cause, the previous file
 // intact. The disk is "full" through a file-size limit set by the shell, with SIGXFSZ ignored so
 // that d5 sees the failed write (as it sees ENOSPC) instead of being killed.

@@ -10,6 +10,7 @@
 #include "deep500/net/graph_executor.h"
 #include "deep500/core/runtime_libraries.h"
 #include "deep500/spi/backend_plugin.h"
+#include "torch_device.h"
 #include "torch_executor.h"
 #include "torch_op.h"
 
@@ -30,7 +31,8 @@ void register_backend() {
   b.version = fmt::format("{}.{}.{}", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH);
   b.set_threads = [](int n) { at::set_num_threads(n); };
   b.get_threads = [] { return at::get_num_threads(); };
-  register_runtime_library("libtorch", b.version);
+  // Whether --device cuda can work is a property of the LibTorch linked (Debian's is CPU-only).
+  register_runtime_library("libtorch", fmt::format("{}, {}", b.version, libtorch_cuda_build()));
   d5::register_backend(std::move(b));
   // Custom operators registered on "torch" become autograd functions, usable in ATen graphs.
   register_custom_op_adapter("torch", [](std::unique_ptr<Operator> op) -> std::unique_ptr<Operator> {

@@ -45,6 +45,10 @@ void check_cuda(const Device& d) {
 
 }  // namespace
 
+std::string libtorch_cuda_build() {
+  return c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA) ? "built with CUDA" : "built without CUDA";
+}
+
 void register_aten_device(const std::string& kind_name, at::DeviceType type) {
   AtenKinds& k = aten_kinds();
   std::lock_guard lock(k.mutex);

@@ -28,6 +28,11 @@ struct TorchPlacement {
 // InvalidArgument where LibTorch has CUDA but sees no such GPU.
 TorchPlacement torch_placement(const std::string& device);
 
+// "built with CUDA" or "built without CUDA": whether the LibTorch linked can hold tensors on a GPU
+// (its CUDA device guard is registered), for the manifest. Starts no CUDA runtime, which must not
+// run before d5 binds the process to its GPU (docs/gpu.md#several-gpus-in-a-node).
+std::string libtorch_cuda_build();
+
 // Lets d5 devices of kind `kind_name` be read as ATen's `type` (tests: "testmem" as CPU memory).
 void register_aten_device(const std::string& kind_name, at::DeviceType type);
 
