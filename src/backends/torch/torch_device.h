@@ -3,9 +3,9 @@
 //
 // A d5 device maps to the ATen device that reads the same memory: the host to ATen's CPU, d5's
 // cuda:N to ATen's CUDA device N. Both libraries work in the CUDA runtime's primary context of the
-// GPU, so a buffer one allocated is read by the other without a copy (at::from_blob one way,
-// Tensor::adopt the other), and work either queues on the legacy default stream is ordered with
-// the other's. Other d5 device kinds map to an ATen device only where one is registered: the
+// GPU, so ATen reads d5's buffers without a copy (at::from_blob), and work either queues on the
+// legacy default stream is ordered with the other's. (ATen's results are copied into d5 tensors
+// there: Tensor::adopt takes host buffers only.) Other d5 device kinds map to an ATen device only where one is registered: the
 // tests map the host-memory test device to ATen's CPU, so that every placement path (parameters
 // moved once, feeds copied in, outputs copied out, gradients left on the device) runs without a
 // GPU.

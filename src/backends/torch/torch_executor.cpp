@@ -121,10 +121,14 @@ bool TorchExecutor::keep_outputs_on_device() {
   return outputs_on_device_;
 }
 
+void TorchExecutor::count_transfer(size_t bytes) {
+  ++memory_.transfers;
+  memory_.transfer_bytes += static_cast<int64_t>(bytes);
+}
+
 Tensor TorchExecutor::on_device(const Tensor& t) {
   if (t.device() == placement_.device) return t;
-  ++memory_.transfers;
-  memory_.transfer_bytes += static_cast<int64_t>(t.bytes());
+  count_transfer(t.bytes());
   return t.to(placement_.device);
 }
 
@@ -311,8 +315,7 @@ bool TorchExecutor::forward(bool training, int keep_slot) {
       if (res[j].scalar_type() != s.out_type[j]) res[j] = res[j].to(s.out_type[j]);
       if (res[j].device() != placement_.aten) {
         // A kernel's value made on the host when it was created (a constant it returns): counted.
-        ++memory_.transfers;
-        memory_.transfer_bytes += static_cast<int64_t>(res[j].nbytes());
+        count_transfer(res[j].nbytes());
         res[j] = res[j].to(placement_.aten);
       }
       // Kernels read their inputs as the contiguous views TorchOp gives them.
@@ -349,8 +352,7 @@ TensorMap TorchExecutor::store_outputs(const std::vector<std::string>& names) {
       // The caller reads graph outputs on the host, as from every executor, unless it asked for
       // them where they are made (keep_outputs_on_device): one copy, straight from ATen's result.
       t = to_owned(v.detach().to(at::kCPU), network_.desc(name));
-      ++memory_.transfers;
-      memory_.transfer_bytes += static_cast<int64_t>(t.bytes());
+      count_transfer(t.bytes());
     }
     slot = v;
     network_.feed_tensor(name, t);

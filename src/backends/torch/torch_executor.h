@@ -106,6 +106,7 @@ class TorchExecutor final : public GraphExecutor {
   void backward(const at::Tensor& loss);
   // t on the executor's device: itself when it is there, else a copy, counted as a transfer.
   Tensor on_device(const Tensor& t);
+  void count_transfer(size_t bytes);  // one copy between the host and the device
   at::Tensor view_keeping(const Tensor& t) const;
   Tensor owned(const at::Tensor& result, const TensorDesc& desc) const;
 

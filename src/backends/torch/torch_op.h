@@ -128,7 +128,6 @@ class HostConstant {
  public:
   HostConstant() = default;
   explicit HostConstant(at::Tensor host) : host_(std::move(host)) {}
-  bool defined() const { return host_.defined(); }
   const at::Tensor& on(const at::Device& device) const;
 
  private:
