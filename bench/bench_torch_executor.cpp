@@ -18,7 +18,8 @@
 // --device cuda:0 runs both sides on a GPU (a d5 built against a CUDA LibTorch): parameters and
 // the batch on the device for both, the executor with resident inputs and outputs (its loss stays
 // there, as the hand-written one's does), and each step of either side ends by waiting for the
-// device, so that both are timed to the end of their work.
+// device, so that both are timed to the end of their work. --math strict|tf32|fast sets d5's f32
+// math mode and with it ATen's switches (backends/torch/aten_math.h) for both sides.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -29,11 +30,13 @@
 #include <sys/resource.h>
 #include <iostream>
 
+#include "backends/torch/aten_math.h"
 #include "backends/torch/torch_device.h"
 #include "backends/torch/torch_executor.h"
 #include "bench_util.h"
 #include "deep500/backends/builtin.h"
 #include "deep500/core/device_allocator.h"
+#include "deep500/core/math_mode.h"
 #include "deep500/net/graph_executor.h"
 #include "deep500/core/malloc_policy.h"
 #include "deep500/metrics/manifest.h"
@@ -389,8 +392,11 @@ int main(int argc, char** argv) try {
   const Args args(argc, argv,
                   {{"networks", "lenet5,resnet18"}, {"rounds", "10"}, {"round-seconds", "1"},
                    {"lenet-batch", "64"}, {"resnet-batch", "16"}, {"resnet-image", "224"}, {"threads", "0"},
-                   {"gradients", "adopt"}, {"json", ""}, {"malloc", "keep"}, {"device", "cpu"}});
+                   {"gradients", "adopt"}, {"json", ""}, {"malloc", "keep"}, {"device", "cpu"},
+                   {"math", "strict"}});
   set_malloc_policy(parse_malloc_policy(args.str("malloc")));
+  set_f32_math(parse_f32_math(args.str("math")));
+  torch_backend::set_aten_math(f32_math());  // before either side runs; the executor sets the same
   register_builtin_operators();
   if (args.integer("threads") > 0) at::set_num_threads(args.integer("threads"));
   const int rounds = args.integer("rounds");
@@ -408,9 +414,9 @@ int main(int argc, char** argv) try {
        [](AtenModel& m, const at::Tensor& x, const at::Tensor& l) { return resnet50(m, x, l); }}};
 
   Results res;
-  std::cout << fmt::format("device: {}; threads: {} (ATen); malloc: {}; rounds: {}; ratio = executor step / "
-                           "hand-written step\n",
-                           args.str("device"), at::get_num_threads(), args.str("malloc"), rounds);
+  std::cout << fmt::format("device: {}; math: {}; threads: {} (ATen); malloc: {}; rounds: {}; ratio = executor "
+                           "step / hand-written step\n",
+                           args.str("device"), to_string(f32_math()), at::get_num_threads(), args.str("malloc"), rounds);
   for (const auto& name : args.list("networks")) {
     const auto w = std::find_if(all.begin(), all.end(), [&](const Workload& x) { return x.name == name; });
     D5_CHECK_ARG(w != all.end(), "unknown network '{}' (lenet5, resnet18, resnet50)", name);
@@ -423,7 +429,7 @@ int main(int argc, char** argv) try {
           side.sink, side.median_s * 1e3, side.faults, with_ci(side.ratios), with_ci(side.cpu_ratios));
       res.cases.push_back(ratio_case(fmt::format("{} ({})", w->name, side.sink), "torch",
                                      {{"batch", w->input[0]}, {"input", w->input.to_string()}, {"gradients", side.sink},
-                                      {"device", args.str("device")}},
+                                      {"device", args.str("device")}, {"math", to_string(f32_math())}},
                                      side.ratios,
                                      {{"target", "<= 1.03"},
                                       {"executor_median_s", side.median_s},

@@ -12,6 +12,7 @@
 #include "deep500/metrics/memory.h"
 #include "deep500/op/op_registry.h"
 #include "custom_autograd.h"
+#include "aten_math.h"
 #include "torch_device.h"
 #include "torch_op.h"
 
@@ -91,6 +92,7 @@ class DeterminismScope {
 
 TorchExecutor::TorchExecutor(Network& network, const ExecutorOptions& options)
     : GraphExecutor(network), options_(options), placement_(torch_placement(options.device)) {
+  set_aten_math(f32_math());
   // Its kernels come from the torch backend's operators, registered with the executor itself
   // (register_builtin_operators); a program that constructs it directly registers them first.
   plan();

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/torch/aten_math.h"
 #include "backends/torch/torch_executor.h"
 #include "deep500/backends/builtin.h"
 #include "deep500/core/error.h"
@@ -15,10 +16,15 @@
 #include "deep500/core/rng.h"
 #include "deep500/op/validation.h"
 #include "deep500/core/build_info.h"
+#include "deep500/core/math_mode.h"
 #include "../test_memory_device.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -637,6 +643,115 @@ TEST_F(TorchOnDevice, WhatCannotRunThereIsRefusedWithTheReason) {
     EXPECT_TRUE(cuda_libtorch) << e.what();
     EXPECT_NE(std::string(e.what()).find("CUDA device(s)"), std::string::npos) << e.what();
   }
+}
+
+
+// ---- d5's math mode in ATen ---------------------------------------------------------------
+TEST_F(TorchExecutorTest, TheMathModeSetsAtensSwitchesWhenAnExecutorIsMade) {
+  using torch_backend::AtenMath;
+  // The table in aten_math.h: TF32 only under tf32, timed algorithm choice only under fast.
+  EXPECT_EQ(torch_backend::aten_math_for(F32Math::strict), (AtenMath{false, false, true, false}));
+  EXPECT_EQ(torch_backend::aten_math_for(F32Math::tf32), (AtenMath{true, true, true, false}));
+  EXPECT_EQ(torch_backend::aten_math_for(F32Math::fast), (AtenMath{false, false, false, true}));
+  const F32Math before = f32_math();
+  Network net = mlp();
+  for (const F32Math mode : {F32Math::tf32, F32Math::fast, F32Math::strict}) {
+    SCOPED_TRACE(to_string(mode));
+    set_f32_math(mode);
+    make_executor(net, "torch");
+    EXPECT_EQ(torch_backend::aten_math(), torch_backend::aten_math_for(mode));
+  }
+  set_f32_math(before);
+  torch_backend::set_aten_math(before);
+}
+
+// ---- on a GPU -----------------------------------------------------------------------------
+// The placement above on cuda:0, where this build can run it. The GPU's kernels sum in other
+// orders than the host's, so values are checked against the reference executor with Level 1's
+// tolerances instead of bit for bit; copies are counted as on the test device.
+
+// Why this build cannot run the torch executor on cuda:0, or "" where it can.
+std::string no_cuda_torch_reason() {
+  if (!c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA))
+    return "no CUDA LibTorch: LibTorch " TORCH_VERSION " was built without CUDA";
+  if (is_not_built_backend("cuda")) return "no CUDA backend: d5 was built without it";
+  if (torch::cuda::device_count() == 0) return "no CUDA device: LibTorch sees none";
+  return "";
+}
+
+class TorchOnCuda : public TorchExecutorTest {
+ protected:
+  void SetUp() override {
+    if (const auto why = no_cuda_torch_reason(); !why.empty()) GTEST_SKIP() << why;
+  }
+};
+
+std::unique_ptr<GraphExecutor> on_gpu(Network& net) {
+  ExecutorOptions eo;
+  eo.device = "cuda:0";
+  return make_executor(net, "torch", eo);
+}
+
+TEST_F(TorchOnCuda, TrainingStepsValidateWithParametersAndGradientsOnTheGpu) {
+  for (const bool conv : {false, true}) {
+    SCOPED_TRACE(conv ? "cnn" : "mlp");
+    Network net = conv ? cnn() : mlp();
+    auto ex = on_gpu(net);
+    const TensorMap feeds = conv ? TensorMap{{"x", random(DType::f32, Shape{4, 3, 12, 12}, "cx")},
+                                             {"labels", random(DType::i64, Shape{4}, "cl", 0, 5)}}
+                                 : mlp_feeds();
+    expect_step_matches_reference(net, *ex, feeds, "loss");
+    for (const auto& [p, g] : net.gradient()) {
+      EXPECT_EQ(net.fetch_tensor(p).device().to_string(), "cuda:0") << p;
+      EXPECT_EQ(net.fetch_tensor(g).device().to_string(), "cuda:0") << g;
+    }
+    // Steady state: the 2 feeds in, the 2 outputs out; with resident inputs and outputs, nothing.
+    ex->inference_and_backprop(feeds, "loss");
+    EXPECT_EQ(ex->memory().transfers, 2 + 2);
+    TensorMap resident = feeds;
+    for (const auto& [name, device] : ex->feed_devices("loss")) resident[name] = resident[name].to(device);
+    ex->inference_and_backprop(resident, "loss");
+    EXPECT_EQ(ex->memory().transfers, 0);
+  }
+}
+
+TEST_F(TorchOnCuda, InferenceValidatesAgainstTheReference) {
+  Network net = cnn();
+  auto ex = on_gpu(net);
+  expect_inference_matches_reference(net, *ex, {{"x", random(DType::f32, Shape{4, 3, 12, 12}, "cx")},
+                                                {"labels", random(DType::i64, Shape{4}, "cl", 0, 5)}});
+}
+
+// The worst error of a convolution on the GPU relative to the largest reference output, under
+// `mode`. 576 products per output: f32 sums stay near 1e-6 of the largest output, while operands
+// rounded to TF32 (10 mantissa bits) are off by about 1e-3.
+double conv_error_on_gpu(F32Math mode) {
+  Network net("conv");
+  net.add_input("x", TensorDesc{DType::f32, Shape{2, 64, 16, 16}});
+  param(net, "w", Shape{64, 64, 3, 3});
+  net.add_node({"conv", "Conv", "", Attributes{{"pads", std::vector<int64_t>{1, 1, 1, 1}}}, {"x", "w"}, {"y"}});
+  net.add_output("y");
+  const TensorMap feeds{{"x", random(DType::f32, Shape{2, 64, 16, 16}, "tf32x")}};
+  ReferenceExecutor ref(net);
+  const Tensor want = ref.inference(feeds).at("y");
+  const F32Math before = f32_math();
+  set_f32_math(mode);
+  auto ex = on_gpu(net);
+  const Tensor got = ex->inference(feeds).at("y").to(Device::cpu());
+  set_f32_math(before);
+  torch_backend::set_aten_math(before);
+  double worst = 0, largest = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    worst = std::max(worst, std::abs(got.get(i) - want.get(i)));
+    largest = std::max(largest, std::abs(want.get(i)));
+  }
+  return worst / largest;
+}
+
+TEST_F(TorchOnCuda, ConvolutionsRoundToTf32OnlyUnderTf32) {
+  EXPECT_LT(conv_error_on_gpu(F32Math::strict), 1e-5);
+  // The same convolution with TF32 allowed is visibly rounded: the switch reaches cuDNN.
+  EXPECT_GT(conv_error_on_gpu(F32Math::tf32), 1e-4);
 }
 
 }  // namespace

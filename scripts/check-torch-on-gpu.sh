@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# On a GPU node: builds deep500 against the node's PyTorch (scripts/build-with-kit.sh, from a kit
+# made elsewhere by scripts/make-build-kit.sh) and checks the torch executor on cuda:0
+# (docs/building.md#building-on-a-gpu-node-against-its-libtorch). Steps, in order:
+#   build   d5, the torch executor's tests and its benchmark, into BUILD_DIR
+#   test    d5 info (its libtorch line must say "built with CUDA") and the torch executor's tests:
+#           TorchOnCuda validates training steps and inference on the GPU against the reference,
+#           counts the copies, and checks that --math strict keeps TF32 out of cuDNN
+#   net     d5 net --backend torch --device cuda:0 --mode train-step over the zoo networks of
+#           Level 1 (validated against the reference, steady-state copies, throughput), and
+#           LeNet-5 trained on MNIST to 0.97 with d5 train (when MNIST_DIR holds MNIST's test split)
+#   bench   FrameworkOverhead on the GPU: d5_bench_torch_executor, ResNet-50 at batch 64
+#
+# usage: scripts/check-torch-on-gpu.sh KIT_DIR OUT_DIR [STEP,...]   (default: every step)
+# environment: BUILD_DIR (default build-gpu), MNIST_DIR (default ../shared/data/mnist),
+#              D5_TORCH_PREFIX, D5_CUDNN_ROOT (scripts/build-with-kit.sh); and for a rehearsal on
+#              a machine without a GPU: DEVICE (default cuda:0; cpu drops the CUDA requirement),
+#              NET_MODELS (the zoo networks, space-separated), BENCH_ARGS (the benchmark's workload)
+# Each step's output goes to OUT_DIR/STEP.log and its results to OUT_DIR; the last lines printed
+# say which steps passed. Exit 1 when a step failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if [[ $# -lt 2 ]]; then
+  sed -n '2,20p' "$0" >&2
+  exit 2
+fi
+kit=$1 out=$(realpath -m "$2")
+steps=${3:-build,test,net,bench}
+build=${BUILD_DIR:-build-gpu}
+mnist=${MNIST_DIR:-../shared/data/mnist}
+device=${DEVICE:-cuda:0}
+models=${NET_MODELS:-lenet5 resnet20 resnet50 vgg11 mobilenet_v2 lstm transformer}
+bench_args=${BENCH_ARGS:---networks resnet50 --resnet-batch 64}
+mkdir -p "$out"
+declare -A result=()
+
+run_step() {  # run_step NAME FUNCTION: the function's output to OUT_DIR/NAME.log, timed
+  local name=$1 start=$SECONDS
+  [[ ,$steps, == *,$name,* ]] || return 0
+  echo "== $name"
+  if "$2" > "$out/$name.log" 2>&1; then result[$name]="passed"; else result[$name]="FAILED (exit $?)"; fi
+  result[$name]+=" in $((SECONDS - start)) s"
+  tail -n 15 "$out/$name.log"
+}
+
+step_build() {
+  scripts/build-with-kit.sh "$kit" "$build" d5 d5_test_torch_executor d5_bench_torch_executor
+}
+
+step_test() {
+  source "$build/kit-env.sh"
+  "$build/bin/d5" info || return 1
+  if [[ $device != cpu ]] && ! "$build/bin/d5" info | grep -q 'built with CUDA'; then
+    echo "the LibTorch linked has no CUDA"
+    return 1
+  fi
+  "$build/bin/d5_test_torch_executor" --gtest_output="json:$out/torch-executor-tests.json"
+}
+
+step_net() {
+  source "$build/kit-env.sh"
+  local failed=0 model
+  # batch 2: batch normalization in training mode needs more than one sample per channel
+  for model in $models; do
+    echo "-- $model"
+    timeout 300 "$build/bin/d5" net "$model" --backend torch --device "$device" --mode train-step --batch 2 \
+      --min-runs 5 --max-time 2 --format json -o "$out/net-$model.json" || { echo "exit $?"; failed=1; }
+    [[ -f $out/net-$model.json ]] && python3 - "$out/net-$model.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for c in r.get("cases", []):
+    print(" ", c.get("name"), c.get("state"), (c.get("detail") or "")[:300])
+PY
+  done
+  if [[ -f $mnist/t10k-images-idx3-ubyte.gz ]]; then
+    echo "-- d5 train lenet5 on MNIST"
+    "$build/bin/d5" train --model lenet5 --dataset mnist --data-dir "$mnist" --train-split test \
+      --train-range 0:8000 --test-split test --test-range 8000:10000 --optimizer adam --lr 0.001 \
+      --batch 32 --epochs 10 --target-accuracy 0.97 --backend torch --device "$device" || failed=1
+  else
+    echo "-- d5 train: no MNIST test split in $mnist; not run"
+  fi
+  return $failed
+}
+
+step_bench() {
+  source "$build/kit-env.sh"
+  # shellcheck disable=SC2086  # BENCH_ARGS is a list of arguments
+  "$build/bin/d5_bench_torch_executor" --rounds 8 --round-seconds 1 --gradients adopt,accumulate \
+    --device "$device" --json "$out/overhead.json" $bench_args
+}
+
+run_step build step_build
+run_step test step_test
+run_step net step_net
+run_step bench step_bench
+
+echo "== summary"
+status=0
+for name in build test net bench; do
+  [[ -n ${result[$name]:-} ]] || continue
+  echo "$name: ${result[$name]}"
+  [[ ${result[$name]} == passed* ]] || status=1
+done
+exit $status
