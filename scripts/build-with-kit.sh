@@ -5,7 +5,7 @@
 # with --device cuda on a GPU node (docs/building.md#building-on-a-gpu-node-against-its-libtorch).
 #
 # usage: scripts/build-with-kit.sh [--configure-only] KIT_DIR BUILD_DIR [TARGET...] [-- CMAKE_ARG...]
-#   TARGET     what to build (default: d5); --configure-only stops after CMake's configure step
+#   TARGET     what to build (default: d5); --configure-only stops before building
 #   CMAKE_ARG  extra configure arguments, after the script's own (so they override them)
 # environment:
 #   D5_TORCH_PREFIX  the LibTorch to build against: a folder holding share/cmake/Torch or
@@ -13,8 +13,9 @@
 #   D5_CUDNN_ROOT    a cuDNN 9 with include/cudnn.h and lib/libcudnn.so* (default: the one beside
 #                    that PyTorch, so that both load the same library; else the CUDA toolkit's)
 #
-# Writes BUILD_DIR/kit-env.sh, which puts the PyTorch wheel's CUDA libraries, the kit's, LibTorch's
-# and cuDNN's on the library path: source it before running what was built. Refuses, with the reason, a LibTorch
+# Writes BUILD_DIR/kit-env.sh, which puts the PyTorch wheel's CUDA libraries, the kit's that the
+# host lacks (BUILD_DIR/kit-lib), LibTorch's and cuDNN's on the library path: source it before
+# running what was built. Refuses, with the reason, a LibTorch
 # built with the pre-C++11 string ABI (PyTorch wheels before 2.7), which cannot be linked with
 # the kit's C++ libraries.
 set -euo pipefail
@@ -98,15 +99,15 @@ fi
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 # The kit's headers come first for what the kit holds; OpenSSL keeps its configuration headers
-# in the multiarch folder, which the compiler searches only under /usr.
+# in the multiarch folder, which the compiler searches only under /usr. CMake 4 (pip's) refuses
+# package files that ask for policies older than 3.5 unless given a minimum.
 cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   "-DCMAKE_PREFIX_PATH=$kit/usr;$torch_prefix" "-DPKG_CONFIG_EXECUTABLE=$kit/bin/pkg-config" \
   "-DCMAKE_CXX_FLAGS=-isystem $kit/usr/include/$arch" "-DPython3_EXECUTABLE=$python" \
+  -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
   -DD5_WITH_TORCH=ON "${cuda_args[@]}" \
   -DD5_WITH_MPI=OFF -DD5_WITH_ONEDNN=OFF -DD5_WITH_ONNX=OFF -DD5_WITH_PYTHON=OFF \
   "${cmake_extra[@]}"
-((configure_only)) && exit 0
-cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}"
 
 # A PyTorch wheel's CUDA libraries (cuBLAS, cuDNN, ...) first: a library d5 and LibTorch both
 # need is loaded once, by name, and LibTorch may need a newer one than the toolkit's.
@@ -121,9 +122,23 @@ for top in (spec.submodule_search_locations if spec else []):
 print(":".join(sorted(found)))
 PY
 )
-libs="${wheel_libs:+$wheel_libs:}$kit/usr/lib/$arch:$kit/lib/$arch:$torch_libs${cudnn_libs:+:$cudnn_libs}"
+# The kit's run-time libraries that the host lacks, and only those: on the library path they would
+# take the place of the host's own (a newer libssl, say) in every program started from there.
+# What d5 links itself it finds through its run path; the kit's libudev, which hwloc loads, only so.
+mkdir -p "$build/kit-lib"
+find "$build/kit-lib" -type l -delete
+host_libs=$(ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null || true)
+for lib in "$kit/usr/lib/$arch"/*.so.* "$kit/lib/$arch"/*.so.*; do
+  [[ -e $lib ]] || continue
+  soname=$(basename "$lib")
+  [[ $soname =~ ^lib[^.]+\.so\.[0-9]+$ ]] || continue  # the soname link, not the versioned file
+  grep -qE "^[[:space:]]+${soname//./\\.} " <<<"$host_libs" || ln -sfn "$lib" "$build/kit-lib/$soname"
+done
+libs="${wheel_libs:+$wheel_libs:}$build/kit-lib:$torch_libs${cudnn_libs:+:$cudnn_libs}"
 cat > "$build/kit-env.sh" <<ENV
 # The libraries a build from scripts/build-with-kit.sh loads: source this before running it.
 export LD_LIBRARY_PATH="$libs\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 ENV
+((configure_only)) && exit 0
+cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}"
 echo "build-with-kit: built ${targets[*]} in $build; source $build/kit-env.sh before running them"

@@ -82,7 +82,12 @@ def fetch_headers(cache, mirror, suite):
 
 
 def header_version(include):
-    text = open(os.path.join(include, "torch/csrc/api/include/torch/version.h")).read()
+    # Newer LibTorch (2.14) keeps the numbers in torch/headeronly/version.h, which version.h includes.
+    text = ""
+    for name in ("torch/csrc/api/include/torch/version.h", "torch/headeronly/version.h"):
+        path = os.path.join(include, name)
+        if os.path.exists(path):
+            text += open(path).read()
     parts = [re.search(rf"#define TORCH_VERSION_{k} (\d+)", text) for k in ("MAJOR", "MINOR", "PATCH")]
     return ".".join(p.group(1) for p in parts if p)
 

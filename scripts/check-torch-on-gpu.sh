@@ -60,16 +60,21 @@ step_test() {
 step_net() {
   source "$build/kit-env.sh"
   local failed=0 model
-  # batch 2: batch normalization in training mode needs more than one sample per channel
+  # batch 4, as the f64 oracle's figures in docs/executors.md (batch normalization in training mode
+  # needs more than one sample per channel)
   for model in $models; do
     echo "-- $model"
-    timeout 300 "$build/bin/d5" net "$model" --backend torch --device "$device" --mode train-step --batch 2 \
+    timeout 300 "$build/bin/d5" net "$model" --backend torch --device "$device" --mode train-step --batch 4 --breakdown \
       --min-runs 5 --max-time 2 --format json -o "$out/net-$model.json" || { echo "exit $?"; failed=1; }
     [[ -f $out/net-$model.json ]] && python3 - "$out/net-$model.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 for c in r.get("cases", []):
     print(" ", c.get("name"), c.get("state"), (c.get("detail") or "")[:300])
+    for m in c.get("metrics", []):
+        if m["name"] in ("transfers", "device_peak_bytes", "framework_device_peak_bytes"):
+            value = m["samples"][0] if m.get("available") else "unavailable: " + m.get("unavailable_reason", "")
+            print("   ", m["name"], value, m.get("info", {}).get("allocator", ""))
 PY
   done
   if [[ -f $mnist/t10k-images-idx3-ubyte.gz ]]; then

@@ -1,6 +1,7 @@
 #include "deep500/net/executor_validation.h"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <set>
 
@@ -96,32 +97,67 @@ ForwardCheckResult test_executor(GraphExecutor& ex, const TensorMap& feeds, cons
 // has millions of pre-activations, so a few fall within rounding of 0 and legitimately land on
 // different sides (ResNet-20 at batch 8: one element of one Relu input, 4e-6 from 0, made a weight
 // gradient differ by 1e-3 of its largest element while both executors matched an f64 run to 4e-6
-// in the forward pass). Returns "N element(s) of Relu 'x' input ..." for the first such tensor, or "".
+// in the forward pass). Clip (ReLU6) switches at both bounds. Returns the count and the first such
+// tensor, or "".
+// A piecewise-linear node's input and where its gradient switches: a Relu's at 0, a Clip's
+// (ReLU6's) at its bounds. Which side of them an element lies on decides whether its gradient
+// passes.
+struct Kink {
+  std::string tensor;
+  double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+  int side(double x) const { return x <= lo ? 0 : (x >= hi ? 2 : 1); }
+};
+
+std::vector<Kink> kinks_of(const Network& net) {
+  std::vector<Kink> kinks;
+  for (const auto& n : net.nodes()) {
+    if (n.inputs.empty() || net.is_folded(n.name)) continue;
+    if (n.op_type == "Relu") {
+      kinks.push_back({n.inputs[0], 0});
+    } else if (n.op_type == "Clip") {
+      Kink k{n.inputs[0]};
+      // Bounds are constant inputs (opset 11+) or attributes; a bound computed at run time is unknown.
+      bool known = true;
+      auto bound = [&](size_t input, const char* attr, double& into) {
+        if (n.attrs.has(attr)) into = n.attrs.get_float(attr);
+        if (input >= n.inputs.size() || n.inputs[input].empty()) return;
+        const Tensor* t = net.known_value(n.inputs[input]);
+        if (t && t->numel() == 1) into = t->get(0);
+        else known = false;
+      };
+      bound(1, "min", k.lo);
+      bound(2, "max", k.hi);
+      if (known) kinks.push_back(k);
+    }
+  }
+  return kinks;
+}
+
 std::string kink_crossings(GraphExecutor& ex, const TensorMap& feeds, GraphExecutor& reference) {
-  std::vector<std::string> kinks;
-  for (const auto& n : ex.network().nodes())
-    if (n.op_type == "Relu" && !n.inputs.empty() && !ex.network().is_folded(n.name)) kinks.push_back(n.inputs[0]);
+  const std::vector<Kink> kinks = kinks_of(ex.network());
   if (kinks.empty()) return "";
   // Temporarily make them graph outputs of both networks (possibly one object), then restore.
   std::vector<std::pair<Network*, std::string>> added;
   for (Network* net : {&ex.network(), &reference.network()})
     for (const auto& k : kinks) {
       const auto& outs = net->outputs();
-      if (std::find(outs.begin(), outs.end(), k) != outs.end()) continue;
-      net->add_output(k);
-      added.emplace_back(net, k);
+      if (std::find(outs.begin(), outs.end(), k.tensor) != outs.end() ||
+          std::any_of(added.begin(), added.end(), [&](const auto& a) { return a.first == net && a.second == k.tensor; }))
+        continue;
+      net->add_output(k.tensor);
+      added.emplace_back(net, k.tensor);
     }
-  std::string found;
+  std::vector<std::string> found;  // "tensor (n)", in network order
   int64_t crossings = 0;
   try {
     const TensorMap r = reference.inference(feeds);
     const TensorMap a = ex.inference(feeds);
     for (const auto& k : kinks) {
-      auto ia = a.find(k), ir = r.find(k);
+      auto ia = a.find(k.tensor), ir = r.find(k.tensor);
       if (ia == a.end() || ir == r.end() || ia->second.numel() != ir->second.numel()) continue;
       int64_t n = 0;
-      for (int64_t i = 0; i < ir->second.numel(); ++i) n += (ia->second.get(i) > 0) != (ir->second.get(i) > 0);
-      if (n > 0 && found.empty()) found = k;
+      for (int64_t i = 0; i < ir->second.numel(); ++i) n += k.side(ia->second.get(i)) != k.side(ir->second.get(i));
+      if (n > 0) found.push_back(fmt::format("'{}' ({})", k.tensor, n));
       crossings += n;
     }
   } catch (...) {
@@ -130,9 +166,12 @@ std::string kink_crossings(GraphExecutor& ex, const TensorMap& feeds, GraphExecu
   }
   for (auto& [net, k] : added) net->remove_output(k);
   if (crossings == 0) return "";
-  return fmt::format("{} Relu input element(s) lie on the other side of 0 than in the reference's forward pass "
-                     "(first in '{}'): their gradients are switched on in one executor and off in the other",
-                     crossings, found);
+  const size_t named = std::min<size_t>(found.size(), 5);
+  return fmt::format("{} Relu or Clip input element(s) lie on the other side of a kink (Relu's 0, Clip's bounds) "
+                     "than in the reference's forward pass (in {}{}): their gradients are switched on in "
+                     "one executor and off in the other",
+                     crossings, fmt::join(found.begin(), found.begin() + named, ", "),
+                     found.size() > named ? fmt::format(" and {} more tensors", found.size() - named) : "");
 }
 
 // Tensors that fail the element-wise check (some outputs, some gradients) are judged against

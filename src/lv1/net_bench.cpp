@@ -13,6 +13,7 @@
 #include "deep500/core/error.h"
 #include "deep500/net/executor_metrics.h"
 #include "deep500/net/executor_validation.h"
+#include "deep500/net/framework_memory.h"
 #include "deep500/net/graph_executor.h"
 #include "deep500/net/operator_executor.h"
 #include "deep500/metrics/reporter.h"
@@ -48,11 +49,14 @@ MetricRecord single(const std::string& name, const std::string& unit, int64_t va
 // The devices other than the host that an operator executor runs nodes on (none for others).
 std::vector<Device> devices_of(GraphExecutor& ex, const std::string& loss) {
   std::vector<Device> devices;
-  auto* op_ex = dynamic_cast<OperatorExecutor*>(&ex);
-  if (!op_ex) return devices;
-  for (const auto& n : op_ex->layouts(loss)) {
-    const Device d = parse_device(n.device);
+  auto add = [&](const Device& d) {
     if (!(d == Device::cpu()) && std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+  };
+  if (auto* op_ex = dynamic_cast<OperatorExecutor*>(&ex)) {
+    for (const auto& n : op_ex->layouts(loss)) add(parse_device(n.device));
+  } else {
+    // An executor placed on a device as a whole (the torch executor's --device) reads its feeds there.
+    for (const auto& [name, d] : ex.feed_devices(loss)) add(d);
   }
   return devices;
 }
@@ -198,7 +202,11 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
   // One more call under the process's and the devices' high-water marks, so that measuring them
   // costs no timed call; it is a steady-state call, whose copies between devices are counted.
   const std::vector<Device> devices = devices_of(*ex, loss);
-  for (const Device d : devices) allocator_for(d).reset_peak(d.index);
+  const FrameworkMemoryProbe* framework = framework_memory_probe(backend);
+  for (const Device d : devices) {
+    allocator_for(d).reset_peak(d.index);
+    if (framework) framework->reset_peak(d);
+  }
   PeakRss rss;
   rss.begin();
   step();
@@ -217,8 +225,14 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
   }
   for (const Device d : devices) {
     MetricRecord peak = single("device_peak_bytes", "bytes", allocator_for(d).stats(d.index).peak_bytes, "");
-    peak.info = {{"device", d.to_string()}};
+    peak.info = {{"device", d.to_string()}, {"allocator", "d5's"}};
     c.metrics.push_back(std::move(peak));
+    if (!framework) continue;
+    // Memory the framework allocated itself: with d5's, what the executor held on the device.
+    const FrameworkDeviceMemory f = framework->read(d);
+    MetricRecord fpeak = single("framework_device_peak_bytes", "bytes", f.peak_bytes.value_or(-1), f.unavailable_reason);
+    fpeak.info = {{"device", d.to_string()}, {"allocator", f.allocator}};
+    c.metrics.push_back(std::move(fpeak));
   }
   if (o.breakdown) {
     auto timer = std::make_shared<NodeTimer>();

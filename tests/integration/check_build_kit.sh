@@ -54,6 +54,8 @@ check "pkg-config reads the kit's hwloc.pc ($(cat "$TMP/pc"))" \
 check "pkg-config knows nothing outside the kit" "! env PKG_CONFIG_PATH=/usr/lib/pkgconfig '$kit/bin/pkg-config' --exists python3"
 
 # Configured with the kit on a machine that has these packages too: the kit's are the ones found.
+# A library the host lacks (a stand-in) goes on the library path; those it has do not.
+touch "$kit/usr/lib/$(gcc -print-multiarch)/libd5kitonly.so.1"
 out=$(cd "$SRC" && D5_TORCH_PREFIX=$TORCH_DIR scripts/build-with-kit.sh --configure-only "$kit" "$TMP/build" 2>&1); rc=$?
 check "configures with the kit" "[ $rc -eq 0 ] || { echo \"\$out\" | tail -30; false; }"
 cache=$TMP/build/CMakeCache.txt
@@ -62,6 +64,12 @@ for var in fmt_DIR nlohmann_json_DIR CLI11_DIR GTest_DIR OPENSSL_CRYPTO_LIBRARY 
   value=$(sed -n "s/^$var:[A-Z]*=//p" "$cache")
   check "$var from the kit ($value)" "[[ '$value' == '$kit'/* ]]"
 done
+
+check "kit-env.sh puts the build's kit-lib on the library path" \
+  "grep -q 'LD_LIBRARY_PATH=.*$TMP/build/kit-lib' '$TMP/build/kit-env.sh'"
+check "with the library the host lacks" "[ -L '$TMP/build/kit-lib/libd5kitonly.so.1' ]"
+check "and not the kit's libcrypto, which the host has" "[ ! -e '$TMP/build/kit-lib/libcrypto.so.3' ]"
+check "nor the kit's own folders" "! grep -q '$kit/usr/lib' '$TMP/build/kit-env.sh'"
 
 out=$("$SRC/scripts/make-build-kit.sh" --limit-mib 1 --debs "$TMP/debs" "$TMP/small" 2>&1); rc=$?
 echo "$out" > "$TMP/out"

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "aten_memory.h"
 #include "custom_autograd.h"
 #include "deep500/core/backend.h"
 #include "deep500/net/graph_executor.h"
@@ -49,6 +50,7 @@ void register_executors() {
                                       options.pins.begin()->first, options.pins.begin()->second));
     return std::make_unique<TorchExecutor>(net, options);
   }, /*takes_device=*/true);
+  register_framework_memory_probe("torch", {&reset_aten_device_peak, &aten_device_memory});
 }
 
 // The one list of torch operator families.

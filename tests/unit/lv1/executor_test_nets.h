@@ -1,6 +1,7 @@
 #pragma once
 // Small hand-built networks and synthetic data for the executor tests.
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "deep500/net/network.h"
@@ -147,6 +148,17 @@ inline std::map<std::string, Tensor> feeds_for(const Network& net, int64_t class
   const TensorDesc& xd = net.desc("x");
   Tensor x = random_tensor(xd, seed_name);
   return {{"x", x}, {"labels", teacher_labels(x, classes)}};
+}
+
+// Sets b1[0] of the MLP so that h[0, 0] = x[0, :] . W1[0, :] + b1[0] equals `target` for these feeds
+// (a pre-activation placed at a kink).
+inline void set_first_preactivation(Network& net, const std::map<std::string, Tensor>& feeds, double target) {
+  const Tensor x = feeds.at("x"), w1 = net.fetch_tensor("W1");
+  Tensor b1 = net.fetch_tensor("b1").clone();
+  double h = b1.get(0);
+  for (int64_t k = 0; k < w1.shape()[1]; ++k) h += x.get(k) * w1.get(k);
+  b1.set(0, b1.get(0) - h + target);
+  net.feed_tensor("b1", b1, true);
 }
 
 }  // namespace d5::test

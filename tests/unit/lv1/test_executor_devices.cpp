@@ -18,6 +18,7 @@
 #include "../on_test_device.h"
 #include "deep500/train/optimizer.h"
 #include "executor_test_nets.h"
+#include "../../support/case_metric.h"
 
 namespace d5 {
 namespace {
@@ -231,11 +232,7 @@ TEST_F(ExecutorDevices, NetBenchCountsSteadyStateCopiesAndTheDevicePeak) {
   const auto cases = bench_mlp_on_testdev(false);
   ASSERT_EQ(cases.size(), 1u);
   ASSERT_EQ(cases[0].state, CaseState::Passed) << cases[0].detail;
-  auto metric = [&](const std::string& name) -> const MetricRecord& {
-    for (const auto& m : cases[0].metrics)
-      if (m.name == name) return m;
-    throw std::runtime_error("no metric " + name);
-  };
+  auto metric = [&](const std::string& name) -> const MetricRecord& { return test::case_metric(cases[0], name); };
   // Tensors on the device in the plain layout ("testmem:0/plain") are not in a native layout.
   EXPECT_EQ(cases[0].extra["layouts"]["native_tensors"], 0);
   // x to the device, the logits back, their gradient to the device: 4x6 + 4x3 + 4x3 floats.

@@ -79,31 +79,50 @@ TEST(ExecutorValidation, GradientMismatchFromAKinkCrossingIsMistrusted) {
   Network ref_net = test::mlp(1, 4, 3, 2);
   Network ex_net = test::mlp(1, 4, 3, 2);
   const auto feeds = test::feeds_for(ref_net, 2);
-  // h[0, 0] = x . W1[0, :] + b1[0] (Gemm with transB).
-  const Tensor x = feeds.at("x"), w1 = ref_net.fetch_tensor("W1");
-  double h = ref_net.fetch_tensor("b1").get(0);
-  for (int64_t k = 0; k < 4; ++k) h += x.get(k) * w1.get(k);
-  auto set_b10 = [&](Network& net, double value) {
-    Tensor b = net.fetch_tensor("b1").clone();
-    b.set(0, value);
-    net.feed_tensor("b1", b, true);
-  };
-  const double b10 = ref_net.fetch_tensor("b1").get(0);
-  set_b10(ref_net, b10 - h + 1e-6);  // h[0, 0] = +1e-6: the Relu passes its gradient
-  set_b10(ex_net, b10 - h - 1e-6);   // h[0, 0] = -1e-6: it does not
+  test::set_first_preactivation(ref_net, feeds, 1e-6);  // h[0, 0] = +1e-6: the Relu passes its gradient
+  test::set_first_preactivation(ex_net, feeds, -1e-6);  // h[0, 0] = -1e-6: it does not
   ReferenceExecutor ref(ref_net), ex(ex_net);
   const auto r = test_executor_backprop(ex, feeds, "loss_value", ref);
   EXPECT_EQ(r.state, CaseState::Mistrusted) << r.detail;
-  EXPECT_NE(r.detail.find("1 Relu input element(s) lie on the other side of 0"), std::string::npos) << r.detail;
+  EXPECT_NE(r.detail.find("1 Relu or Clip input element(s) lie on the other side of a kink"), std::string::npos)
+      << r.detail;
   EXPECT_NE(r.detail.find("gradient 'W1@grad'"), std::string::npos) << r.detail;
   // The probe outputs are gone again.
   EXPECT_EQ(ex_net.outputs(), std::vector<std::string>{"logits"});
   EXPECT_EQ(ref_net.outputs(), std::vector<std::string>{"logits"});
 
-  set_b10(ref_net, b10 - h + 0.5);  // still a crossing, but the logits now differ far beyond rounding
+  test::set_first_preactivation(ref_net, feeds, 0.5);  // still a crossing, but the logits now differ far beyond rounding
   ReferenceExecutor ref2(ref_net);
   const auto f = test_executor_backprop(ex, feeds, "loss_value", ref2);
   EXPECT_EQ(f.state, CaseState::Failed) << f.detail;
+}
+
+// ReLU6, Clip(0, 6), switches its gradient at 6 too (MobileNetV2's activation): an element within
+// rounding of 6, on different sides in the two executors, is a kink crossing as well.
+TEST(ExecutorValidation, AClipInputAcrossItsUpperBoundIsAKinkCrossingToo) {
+  register_builtin_operators();
+  auto relu6_mlp = [] {
+    Network net = test::mlp(1, 4, 3, 2);
+    Node& clip = net.mutable_node("relu");
+    clip.op_type = "Clip";
+    clip.inputs = {"h", "clip_min", "clip_max"};
+    Tensor lo(DType::f32, Shape{}), hi(DType::f32, Shape{});
+    lo.fill(0);
+    hi.fill(6);
+    net.feed_tensor("clip_min", lo);
+    net.feed_tensor("clip_max", hi);
+    return net;
+  };
+  Network ref_net = relu6_mlp(), ex_net = relu6_mlp();
+  const auto feeds = test::feeds_for(ref_net, 2);
+  test::set_first_preactivation(ref_net, feeds, 6 - 1e-5);  // h[0, 0] just below 6: the gradient passes
+  test::set_first_preactivation(ex_net, feeds, 6 + 1e-5);   // just above: clipped, no gradient
+  ReferenceExecutor ref(ref_net), ex(ex_net);
+  const auto r = test_executor_backprop(ex, feeds, "loss_value", ref);
+  EXPECT_EQ(r.state, CaseState::Mistrusted) << r.detail;
+  EXPECT_NE(r.detail.find("1 Relu or Clip input element(s) lie on the other side of a kink"), std::string::npos)
+      << r.detail;
+  EXPECT_EQ(ex_net.outputs(), std::vector<std::string>{"logits"});
 }
 
 TEST(ExecutorValidation, WrongReferenceOutputsFailNamingTheTensor) {

@@ -6,10 +6,14 @@
 #include <fmt/format.h>
 
 #include "backends/torch/aten_math.h"
+#include "backends/torch/aten_memory.h"
 #include "backends/torch/torch_executor.h"
 #include "deep500/backends/builtin.h"
 #include "deep500/core/error.h"
+#include "deep500/net/executor_metrics.h"
 #include "deep500/net/executor_validation.h"
+#include "deep500/net/framework_memory.h"
+#include "deep500/net/net_bench.h"
 #include "deep500/net/graph_executor.h"
 #include "deep500/op/op_registry.h"
 #include "deep500/net/operator_executor.h"
@@ -18,6 +22,7 @@
 #include "deep500/core/build_info.h"
 #include "deep500/core/math_mode.h"
 #include "../test_memory_device.h"
+#include "../../support/case_metric.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
@@ -491,6 +496,15 @@ TEST_F(TorchExecutorTest, BadInputIsNamed) {
 // placement path a GPU takes runs here. Values must equal the host run's bit for bit (the same
 // ATen kernels on the same values); copies are counted against what the placement predicts.
 
+// Why this build cannot run the torch executor on cuda:0, or "" where it can.
+std::string no_cuda_torch_reason() {
+  if (!c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA))
+    return "no CUDA LibTorch: LibTorch " TORCH_VERSION " was built without CUDA";
+  if (is_not_built_backend("cuda")) return "no CUDA backend: d5 was built without it";
+  if (torch::cuda::device_count() == 0) return "no CUDA device: LibTorch sees none";
+  return "";
+}
+
 class TorchOnDevice : public TorchExecutorTest {
  protected:
   static void SetUpTestSuite() {
@@ -598,6 +612,63 @@ TEST_F(TorchOnDevice, InferenceEqualsTheHostsWithConstantsOnTheDevice) {
   }
 }
 
+// --breakdown on a device: every node, in both passes, timed by the device's clock and read after
+// the call. The test device's clock reads 1000 s per timing, which no host timing comes near.
+TEST_F(TorchOnDevice, TheBreakdownTimesEveryNodeWithTheDevicesClock) {
+  auto allocator = test::test_memory_allocator();
+  allocator->timer_seconds = 1000;
+  Network net = mlp();
+  auto ex = on_testmem(net);
+  auto timer = std::make_shared<NodeTimer>();
+  ex->add_event(timer);
+  for (int call = 0; call < 2; ++call) ex->inference_and_backprop(mlp_feeds(call), "loss");
+  allocator->timer_seconds = 0;
+  const Breakdown b = breakdown(*timer, ex->implementations());
+  EXPECT_EQ(b.nodes.size(), 8u);  // 4 nodes, both passes
+  for (const auto& row : b.nodes) {
+    EXPECT_EQ(row.clock, "testmem:0") << row.name << (row.pass == Pass::forward ? " forward" : " backward");
+    EXPECT_EQ(row.median_seconds, 1000) << row.name;
+  }
+  EXPECT_EQ(b.device_timed_nodes, static_cast<int64_t>(b.nodes.size()));
+}
+
+// d5 net on a device: d5's allocator holds the parameters, their gradients and the feeds; the
+// memory ATen allocates itself is the framework's, reported apart (here unavailable: the test
+// device's tensors are ATen host memory, of which it keeps no statistics).
+TEST_F(TorchOnDevice, DNetReportsDsAndLibTorchsDeviceMemoryApart) {
+  Network net = mlp();
+  NetBenchOptions o;
+  o.backends = {"torch"};
+  o.mode = NetMode::TrainStep;
+  o.loss = "loss";
+  o.device = "testmem:0";
+  o.run.min_runs = 3;
+  o.run.max_runs = 5;
+  const auto cases = bench_network(net, o);
+  ASSERT_EQ(cases.size(), 1u);
+  ASSERT_EQ(cases[0].state, CaseState::Passed) << cases[0].detail;
+  auto metric = [&](const std::string& name) -> const MetricRecord& { return test::case_metric(cases[0], name); };
+  const MetricRecord& ours = metric("device_peak_bytes");
+  EXPECT_EQ(ours.info["device"], "testmem:0");
+  EXPECT_EQ(ours.info["allocator"], "d5's");
+  const double param_bytes = (32 * 16 + 32 + 10 * 32 + 10) * 4;
+  EXPECT_GE(ours.samples.at(0), 2 * param_bytes);  // the parameters and their gradients at least
+  const MetricRecord& framework = metric("framework_device_peak_bytes");
+  EXPECT_EQ(framework.info["device"], "testmem:0");
+  EXPECT_FALSE(framework.available);
+  EXPECT_NE(framework.unavailable_reason.find("host memory"), std::string::npos) << framework.unavailable_reason;
+  EXPECT_EQ(metric("transfers").samples, std::vector<double>{4});  // 2 feeds in, 2 outputs out
+  // Executors whose tensors are all d5's register no probe.
+  EXPECT_EQ(framework_memory_probe("reference"), nullptr);
+  ASSERT_NE(framework_memory_probe("torch"), nullptr);
+  // A GPU this build cannot reach is unavailable too, with the reason (or, where it can, read).
+  const FrameworkDeviceMemory gpu = torch_backend::aten_device_memory(parse_device("cuda:0"));
+  if (!no_cuda_torch_reason().empty()) {
+    EXPECT_FALSE(gpu.peak_bytes.has_value());
+  }
+  EXPECT_TRUE(gpu.peak_bytes.has_value() || !gpu.unavailable_reason.empty());
+}
+
 TEST_F(TorchOnDevice, WhatCannotRunThereIsRefusedWithTheReason) {
   // A node only the reference runs: host code cannot read the device's memory.
   Network refused = with_refused_pool();
@@ -670,15 +741,6 @@ TEST_F(TorchExecutorTest, TheMathModeSetsAtensSwitchesWhenAnExecutorIsMade) {
 // orders than the host's, so values are checked against the reference executor with Level 1's
 // tolerances instead of bit for bit; copies are counted as on the test device.
 
-// Why this build cannot run the torch executor on cuda:0, or "" where it can.
-std::string no_cuda_torch_reason() {
-  if (!c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA))
-    return "no CUDA LibTorch: LibTorch " TORCH_VERSION " was built without CUDA";
-  if (is_not_built_backend("cuda")) return "no CUDA backend: d5 was built without it";
-  if (torch::cuda::device_count() == 0) return "no CUDA device: LibTorch sees none";
-  return "";
-}
-
 class TorchOnCuda : public TorchExecutorTest {
  protected:
   void SetUp() override {
@@ -706,8 +768,25 @@ TEST_F(TorchOnCuda, TrainingStepsValidateWithParametersAndGradientsOnTheGpu) {
       EXPECT_EQ(net.fetch_tensor(g).device().to_string(), "cuda:0") << g;
     }
     // Steady state: the 2 feeds in, the 2 outputs out; with resident inputs and outputs, nothing.
+    // Every node of both passes is timed by CUDA events on the stream ATen queues its work on.
+    auto timer = std::make_shared<NodeTimer>();
+    ex->add_event(timer);
     ex->inference_and_backprop(feeds, "loss");
+    ex->remove_event(timer);
     EXPECT_EQ(ex->memory().transfers, 2 + 2);
+    const Breakdown b = breakdown(*timer, ex->implementations());
+    EXPECT_EQ(b.device_timed_nodes, static_cast<int64_t>(b.nodes.size()));
+    for (const auto& row : b.nodes) {
+      EXPECT_EQ(row.clock, "cuda:0") << row.name;
+      EXPECT_GT(row.seconds, 0) << row.name;
+    }
+    // LibTorch's allocator held the activations: at least the largest one.
+    const Device gpu = parse_device("cuda:0");
+    torch_backend::reset_aten_device_peak(gpu);
+    ex->inference_and_backprop(feeds, "loss");
+    const FrameworkDeviceMemory aten = torch_backend::aten_device_memory(gpu);
+    ASSERT_TRUE(aten.peak_bytes.has_value()) << aten.unavailable_reason;
+    EXPECT_GE(*aten.peak_bytes, conv ? 4 * 6 * 12 * 12 * 4 : 8 * 32 * 4);
     TensorMap resident = feeds;
     for (const auto& [name, device] : ex->feed_devices("loss")) resident[name] = resident[name].to(device);
     ex->inference_and_backprop(resident, "loss");
