@@ -78,7 +78,10 @@ if [[ -n $nvcc ]]; then
   if [[ -z $cudnn_root ]]; then
     cudnn_root=$("$python" -c 'import importlib.util as u; s = u.find_spec("nvidia.cudnn"); print(list(s.submodule_search_locations)[0])' 2>/dev/null || true)
   fi
-  cuda_args=(-DD5_WITH_CUDA=ON "-DCMAKE_CUDA_COMPILER=$nvcc")
+  # LibTorch's CMake finds the toolkit on its own too: the same one.
+  cuda_root=$(dirname "$(dirname "$(realpath "$nvcc")")")
+  export PATH="$(dirname "$nvcc"):$PATH" CUDAToolkit_ROOT="$cuda_root"
+  cuda_args=(-DD5_WITH_CUDA=ON "-DCMAKE_CUDA_COMPILER=$nvcc" "-DCUDAToolkit_ROOT=$cuda_root")
   if [[ -n $cudnn_root ]]; then
     header=$(find -L "$cudnn_root" -maxdepth 3 -name cudnn_version.h -print -quit)
     library=$(find -L "$cudnn_root" -maxdepth 3 -name 'libcudnn.so*' ! -name '*_*' -print -quit)
