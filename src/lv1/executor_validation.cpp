@@ -92,13 +92,6 @@ ForwardCheckResult test_executor(GraphExecutor& ex, const TensorMap& feeds, cons
   return finish(compared, subject(ex, nullptr), o);
 }
 
-// Inputs of Relu nodes whose sign differs between the two executors' forward passes: each such
-// element switches its gradient on in one executor and off in the other. In f32 a deep ReLU network
-// has millions of pre-activations, so a few fall within rounding of 0 and legitimately land on
-// different sides (ResNet-20 at batch 8: one element of one Relu input, 4e-6 from 0, made a weight
-// gradient differ by 1e-3 of its largest element while both executors matched an f64 run to 4e-6
-// in the forward pass). Clip (ReLU6) switches at both bounds. Returns the count and the first such
-// tensor, or "".
 // A piecewise-linear node's input and where its gradient switches: a Relu's at 0, a Clip's
 // (ReLU6's) at its bounds. Which side of them an element lies on decides whether its gradient
 // passes.
@@ -133,6 +126,13 @@ std::vector<Kink> kinks_of(const Network& net) {
   return kinks;
 }
 
+// Inputs of Relu and Clip nodes that lie on different sides of a kink in the two executors' forward
+// passes: each such element switches its gradient on in one executor and off in the other. In f32 a
+// deep ReLU network has millions of pre-activations, so a few fall within rounding of 0 and
+// legitimately land on different sides (ResNet-20 at batch 8: one element of one Relu input, 4e-6
+// from 0, made a weight gradient differ by 1e-3 of its largest element while both executors matched
+// an f64 run to 4e-6 in the forward pass). Returns the count and the tensors holding such elements,
+// or "".
 std::string kink_crossings(GraphExecutor& ex, const TensorMap& feeds, GraphExecutor& reference) {
   const std::vector<Kink> kinks = kinks_of(ex.network());
   if (kinks.empty()) return "";

@@ -8,10 +8,7 @@
 #   check_build_kit.sh SOURCE_DIR TORCH_DIR (the folder of the LibTorch's TorchConfig.cmake)
 set -u
 SRC=$1 TORCH_DIR=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
+source "$(dirname "$0")/script_checks.sh"
 kit=$TMP/kit
 
 # An installed package's files as a .deb, as apt-get download would give it.
@@ -55,7 +52,7 @@ check "pkg-config knows nothing outside the kit" "! env PKG_CONFIG_PATH=/usr/lib
 
 # Configured with the kit on a machine that has these packages too: the kit's are the ones found.
 # A library the host lacks (a stand-in) goes on the library path; those it has do not.
-touch "$kit/usr/lib/$(gcc -print-multiarch)/libd5kitonly.so.1"
+touch "$kit/usr/lib/$(sed -n 's/^arch //p' "$kit/MANIFEST")/libd5kitonly.so.1"
 out=$(cd "$SRC" && D5_TORCH_PREFIX=$TORCH_DIR scripts/build-with-kit.sh --configure-only "$kit" "$TMP/build" 2>&1); rc=$?
 check "configures with the kit" "[ $rc -eq 0 ] || { echo \"\$out\" | tail -30; false; }"
 cache=$TMP/build/CMakeCache.txt

@@ -4,10 +4,7 @@
 # and writes nothing.
 set -u
 SRC=$1 PROGRAM=$2
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fail=0
-check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi; }
+source "$(dirname "$0")/script_checks.sh"
 
 out=$("$SRC/scripts/pack-for-host.sh" "$TMP/pack" "$PROGRAM" 2>&1); rc=$?
 check "packs" "[ $rc -eq 0 ]"

@@ -38,8 +38,13 @@ FrameworkDeviceMemory aten_device_memory(const Device& device) {
   if (!where) return m;
   m.allocator = fmt::format("LibTorch's {} caching allocator", c10::DeviceTypeName(where->type()));
 #if D5_TORCH_DEVICE_STATS
-  const auto stats = c10::getDeviceAllocator(where->type())->getDeviceStats(where->index());
-  m.peak_bytes = stats.requested_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
+  try {
+    const auto stats = c10::getDeviceAllocator(where->type())->getDeviceStats(where->index());
+    m.peak_bytes = stats.requested_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
+  } catch (const c10::Error& e) {  // a device type whose allocator keeps no statistics
+    m.unavailable_reason = fmt::format("LibTorch refused to read its {} allocator: {}",
+                                       c10::DeviceTypeName(where->type()), e.what_without_backtrace());
+  }
 #else
   m.unavailable_reason = "LibTorch " TORCH_VERSION
                          " has no device allocator statistics in its C++ API (c10::DeviceAllocator, in newer LibTorch)";
@@ -52,7 +57,10 @@ void reset_aten_device_peak(const Device& device) {
   const auto where = aten_device(device, why_not);
   if (!where) return;
 #if D5_TORCH_DEVICE_STATS
-  c10::getDeviceAllocator(where->type())->resetPeakStats(where->index());
+  try {
+    c10::getDeviceAllocator(where->type())->resetPeakStats(where->index());
+  } catch (const c10::Error&) {  // aten_device_memory names why it cannot be read
+  }
 #endif
 }
 

@@ -498,7 +498,7 @@ TEST_F(TorchExecutorTest, BadInputIsNamed) {
 
 // Why this build cannot run the torch executor on cuda:0, or "" where it can.
 std::string no_cuda_torch_reason() {
-  if (!c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA))
+  if (torch_backend::libtorch_cuda_build() != "built with CUDA")
     return "no CUDA LibTorch: LibTorch " TORCH_VERSION " was built without CUDA";
   if (is_not_built_backend("cuda")) return "no CUDA backend: d5 was built without it";
   if (torch::cuda::device_count() == 0) return "no CUDA device: LibTorch sees none";
