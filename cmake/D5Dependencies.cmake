@@ -110,6 +110,25 @@ if(ONNX_FOUND AND Protobuf_FOUND AND TARGET onnx AND TARGET onnx_proto AND TARGE
 endif()
 d5_resolve_dependency(D5_WITH_ONNX D5_ONNX_FOUND "libonnx-dev libprotobuf-dev")
 
+# NCCL: Level 3's collectives on GPU memory (src/lv3/nccl/), beside the CUDA backend. A CUDA
+# toolkit may bring it; a PyTorch installation's nvidia-nccl wheel has it too, named with
+# D5_NCCL_ROOT (that wheel ships libnccl.so.2 without the unversioned link).
+set(D5_NCCL_FOUND OFF)
+if(D5_HAVE_CUDA AND NOT D5_WITH_NCCL STREQUAL "OFF")
+  set(D5_NCCL_ROOT "" CACHE PATH "Where nccl.h (include/) and libnccl (lib/) are, when not in the CUDA toolkit")
+  find_path(D5_NCCL_INCLUDE_DIR nccl.h HINTS ${D5_NCCL_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(D5_NCCL_LIBRARY NAMES nccl libnccl.so.2 HINTS ${D5_NCCL_ROOT}/lib ${CUDAToolkit_LIBRARY_DIR})
+  if(D5_NCCL_INCLUDE_DIR AND D5_NCCL_LIBRARY)
+    file(STRINGS "${D5_NCCL_INCLUDE_DIR}/nccl.h" _v REGEX "#define NCCL_(MAJOR|MINOR|PATCH) ")
+    string(REGEX REPLACE ".*MAJOR ([0-9]+).*MINOR ([0-9]+).*PATCH ([0-9]+).*" "\\1.\\2.\\3" D5_NCCL_VERSION "${_v}")
+    add_library(D5::nccl UNKNOWN IMPORTED)
+    set_target_properties(D5::nccl PROPERTIES IMPORTED_LOCATION "${D5_NCCL_LIBRARY}"
+                          INTERFACE_INCLUDE_DIRECTORIES "${D5_NCCL_INCLUDE_DIR}")
+    set(D5_NCCL_FOUND ON)
+  endif()
+endif()
+d5_resolve_dependency(D5_WITH_NCCL D5_NCCL_FOUND "NCCL (nccl.h, libnccl) and the CUDA backend")
+
 set(D5_BACKENDS reference)
 if(D5_HAVE_TORCH)
   list(APPEND D5_BACKENDS torch)
@@ -123,6 +142,9 @@ if(D5_HAVE_CUDA)
   list(APPEND D5_BACKENDS cuda)
   d5_record_library(cuda "${CUDAToolkit_VERSION}")
   d5_record_library(cudnn "${D5_CUDNN_VERSION}")
+endif()
+if(D5_HAVE_NCCL)
+  d5_record_library(nccl "${D5_NCCL_VERSION}")
 endif()
 if(D5_HAVE_MPI)
   d5_record_library(mpi "${MPI_CXX_VERSION}")

@@ -15,6 +15,7 @@ d5_tristate_option(D5_WITH_TORCH  "Build the LibTorch backend (Debian: libtorch-
 d5_tristate_option(D5_WITH_ONEDNN "Build the oneDNN backend (Debian: libdnnl-dev)")
 d5_tristate_option(D5_WITH_MPI    "Build MPI-based distributed training (Debian: libopenmpi-dev)")
 d5_tristate_option(D5_WITH_CUDA   "Build the CUDA backend (needs a CUDA toolkit)")
+d5_tristate_option(D5_WITH_NCCL   "Build NCCL collectives on GPU memory (needs the CUDA backend; D5_NCCL_ROOT: where nccl.h and libnccl are)")
 d5_tristate_option(D5_WITH_ONNX   "Build ONNX model I/O and the ONNX conformance runner (Debian: libonnx-dev)")
 d5_tristate_option(D5_WITH_PYTHON "Build the Python package deep500 (Debian: pybind11-dev python3-dev)")
 # The interpreter the package is built for and tested with: Debian's, whose NumPy, PyTorch and

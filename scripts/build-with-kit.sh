@@ -92,6 +92,15 @@ if [[ -n $nvcc ]]; then
     export CUDNN_INCLUDE_DIR=$(dirname "$header") CUDNN_LIBRARY=$library
     echo "build-with-kit: cuDNN $library"
   fi
+  # NCCL from D5_NCCL_ROOT, else the PyTorch's nvidia-nccl wheel, else the toolkit's (if any).
+  nccl_root=${D5_NCCL_ROOT:-}
+  if [[ -z $nccl_root ]]; then
+    nccl_root=$("$python" -c 'import importlib.util as u; s = u.find_spec("nvidia.nccl"); print(list(s.submodule_search_locations)[0])' 2>/dev/null || true)
+  fi
+  if [[ -n $nccl_root && -f $nccl_root/include/nccl.h ]]; then
+    cuda_args+=("-DD5_NCCL_ROOT=$nccl_root")
+    echo "build-with-kit: NCCL $nccl_root"
+  fi
   # Only the GPUs present, when there are any: a fraction of the kernels' compile time.
   if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
     cuda_args+=(-DCMAKE_CUDA_ARCHITECTURES=native)

@@ -2,10 +2,11 @@
 # On a GPU node: builds deep500 against the node's PyTorch (scripts/build-with-kit.sh, from a kit
 # made elsewhere by scripts/make-build-kit.sh) and checks the torch executor on cuda:0
 # (docs/building.md#building-on-a-gpu-node-against-its-libtorch). Steps, in order:
-#   build   d5, the torch executor's tests and its benchmark, into BUILD_DIR
+#   build   d5, the torch executor's tests and its benchmark, NCCL's test, into BUILD_DIR
 #   test    d5 info (its libtorch line must say "built with CUDA") and the torch executor's tests:
 #           TorchOnCuda validates training steps and inference on the GPU against the reference,
-#           counts the copies, and checks that --math strict keeps TF32 out of cuDNN
+#           counts the copies, and checks that --math strict keeps TF32 out of cuDNN; then NCCL's
+#           collectives on one rank (NcclOnGpu, with the wheel's NCCL)
 #   net     d5 net --backend torch --device cuda:0 --mode train-step over the zoo networks of
 #           Level 1 (validated against the reference, steady-state copies, throughput), and
 #           LeNet-5 trained on MNIST to 0.97 with d5 train (when MNIST_DIR holds MNIST's test split)
@@ -44,7 +45,7 @@ run_step() {  # run_step NAME FUNCTION: the function's output to OUT_DIR/NAME.lo
 }
 
 step_build() {
-  scripts/build-with-kit.sh "$kit" "$build" d5 d5_test_torch_executor d5_bench_torch_executor
+  scripts/build-with-kit.sh "$kit" "$build" d5 d5_test_torch_executor d5_bench_torch_executor d5_test_lv3_nccl
 }
 
 step_test() {
@@ -54,7 +55,9 @@ step_test() {
     echo "the LibTorch linked has no CUDA"
     return 1
   fi
-  "$build/bin/d5_test_torch_executor" --gtest_output="json:$out/torch-executor-tests.json"
+  "$build/bin/d5_test_torch_executor" --gtest_output="json:$out/torch-executor-tests.json" || return 1
+  # NCCL on one rank (the build has no MPI); it skips, saying so, where the build found no NCCL.
+  "$build/bin/d5_test_lv3_nccl" --gtest_output="json:$out/nccl-tests.json"
 }
 
 step_net() {

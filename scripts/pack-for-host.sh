@@ -8,9 +8,9 @@
 #   PROGRAM: a built executable (build/bin/d5, build/bin/d5_test_cuda, ...)
 #
 # Left out, because the host must provide its own: glibc (its loader, libc, libm, libdl,
-# libpthread, librt, libresolv), the NVIDIA driver (libcuda, libnvidia-*), and the CUDA math
-# libraries (cuBLAS, cuBLASLt, cuDNN: hundreds of MiB, installed with the host's CUDA); the CUDA
-# runtime (libcudart) is packed. MANIFEST lists every library, where it came from, and what the
+# libpthread, librt, libresolv), the NVIDIA driver (libcuda, libnvidia-*), and the CUDA math and
+# communication libraries (cuBLAS, cuBLASLt, cuDNN, NCCL: hundreds of MiB, installed with the
+# host's CUDA or PyTorch); the CUDA runtime (libcudart) is packed. MANIFEST lists every library, where it came from, and what the
 # host must have. The folder must stay under the limit (default 60 MiB), else nothing is written
 # and the largest libraries are named: configure the build without the backends whose
 # frameworks are large (-DD5_WITH_TORCH=OFF) for such a host.
@@ -32,7 +32,7 @@ for p in "${programs[@]}"; do
   [[ -x $p && -f $p ]] || { echo "pack-for-host: $p is not a built program" >&2; exit 2; }
 done
 
-host_provided='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libresolv\.so|libcuda\.so|libnvidia-|libcublas\.so|libcublasLt\.so|libcudnn)'
+host_provided='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libresolv\.so|libcuda\.so|libnvidia-|libcublas\.so|libcublasLt\.so|libcudnn|libnccl\.so)'
 
 # Every library the programs load (ldd resolves the whole closure), path by name.
 declare -A path_of=()

@@ -121,7 +121,9 @@ nlohmann::json collective_bandwidth(const CaseResult& train, int ranks) {
   }
   if (op.empty()) return nullptr;
   const double time_s = collectives[op].value("time_s", 0.0);
-  nlohmann::json out = {{"collective", op}, {"bytes", bytes}, {"time_s", time_s}, {"algbw", nullptr}, {"busbw", nullptr}};
+  // device_bytes: the share a device library (NCCL) carried GPU to GPU; the rest went through MPI.
+  nlohmann::json out = {{"collective", op}, {"bytes", bytes}, {"device_bytes", collectives[op].value("device_bytes", int64_t{0})},
+                        {"time_s", time_s}, {"algbw", nullptr}, {"busbw", nullptr}};
   if (time_s > 0) {
     const double algbw = static_cast<double>(bytes) / time_s;
     out["algbw"] = algbw;
@@ -174,8 +176,9 @@ int run_scaling(const ScalingOpts& o, const GlobalOptions& g) {
   Results res;
   const Point& base = points.front();
   std::ostringstream console, csv;
-  console << fmt::format("{} scaling, --dist {}, {} batch {}\n", o.mode, o.dist,
-                         o.mode == "strong" ? "global" : "per-rank", o.batch);
+  const std::string communicator = base.train.params.value("dist", nlohmann::json::object()).value("communicator", "");
+  console << fmt::format("{} scaling, --dist {}, {} batch {}, communicator {}\n", o.mode, o.dist,
+                         o.mode == "strong" ? "global" : "per-rank", o.batch, communicator);
   console << fmt::format("{:>6} {:>10} {:>12} {:>9} {:>11} {:>16} {:>11} {:>12} {:>11} {:>11}\n", "ranks",
                          "batch/rank", "time s", "speedup", "efficiency", "bytes/rank/step", "imbalance", "collective",
                          "algbw GB/s", "busbw GB/s");
@@ -208,7 +211,8 @@ int run_scaling(const ScalingOpts& o, const GlobalOptions& g) {
     c.level = "L3";
     c.backend = p.train.backend;
     c.params = {{"mode", o.mode}, {"ranks", p.ranks}, {"per_rank_batch", p.per_rank_batch},
-                {"global_batch", p.per_rank_batch * p.ranks}, {"dist", o.dist}, {"scaling", o.mode}};
+                {"global_batch", p.per_rank_batch * p.ranks}, {"dist", o.dist}, {"scaling", o.mode},
+                {"communicator", p.train.params.value("dist", nlohmann::json::object()).value("communicator", "")}};
     c.metrics = p.train.metrics;  // rank 0's step_time, throughput, ... with their statistics
     c.extra = {{"time_s", p.time_s}, {"speedup", speedup}, {"efficiency", efficiency},
                {"bytes_per_rank_per_step", bytes}, {"bytes_per_rank", bytes_per_rank(p.train)},

@@ -263,7 +263,7 @@ int run_train(const TrainOpts& given, const GlobalOptions& g) {
                "say how long to train: --epochs, --steps, --time-limit, --target or --target-accuracy");
   // A malformed target fails before the datasets are opened or generated.
   if (!o.target.empty()) parse_quality_target(o.target);
-  const std::shared_ptr<Communicator> comm = dist_communicator(o.dist);
+  std::shared_ptr<Communicator> comm = dist_communicator(o.dist);
   const bool writes = !comm || comm->rank() == 0;
   const uint64_t data_seed = settings.stream("train/data").seed();
   auto train_set = open_split(o, o.train_split, o.train_range, data_seed);
@@ -280,6 +280,8 @@ int run_train(const TrainOpts& given, const GlobalOptions& g) {
   std::unique_ptr<Optimizer> optimizer = make_optimizer(o.optimizer, hyperparameters(o));
   DistributedOptimizer* dist = nullptr;
   if (comm) {
+    const bool on_gpu = o.backend == "cuda" || o.device.rfind("cuda", 0) == 0;
+    comm = communicator_for_tensors(comm, o.dist, on_gpu);
     auto wrapped = make_distributed_optimizer(o.dist.scheme, o.dist.given, std::move(optimizer), comm);
     dist = wrapped.get();
     optimizer = std::move(wrapped);

@@ -5,8 +5,10 @@
 #include <fmt/ranges.h>
 
 #include "deep500/core/error.h"
+#include "deep500/dist/device_aware_communicator.h"
 #include "deep500/dist/distributed_metrics.h"
 #include "deep500/dist/mpi_world.h"
+#include "deep500/dist/nccl.h"
 
 namespace d5::cli {
 
@@ -42,12 +44,19 @@ void add_dist_options(CLI::App& cmd, DistOptions& o) {
                  "Seconds a rank may go unheard before the watchdog ends the run naming it (default 20, or "
                  "$D5_WATCHDOG_TIMEOUT; 0: no watchdog)")
       ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--comm", o.comm,
+                 "How ranks communicate tensors on a GPU: auto (NCCL where the executor's tensors are on a GPU, "
+                 "this d5 has NCCL and every rank has a GPU of its own; else MPI), mpi (through host memory), "
+                 "nccl (required; docs/communicator.md#nccl)")
+      ->check(CLI::IsMember({"auto", "mpi", "nccl"}))
+      ->default_val("auto");
 }
 
 std::shared_ptr<Communicator> dist_communicator(const DistOptions& o) {
   if (o.scheme.empty()) {
     std::vector<std::string> given;
     for (const auto& [name, value] : o.given) given.push_back(name);
+    if (o.comm != "auto") given.push_back("comm");
     D5_CHECK_ARG(given.empty(), "distributed scheme options ({}) need --dist", fmt::join(given, ", "));
   }
   if (o.scheme.empty() && !launched_by_mpi_launcher()) return nullptr;
@@ -64,6 +73,25 @@ std::shared_ptr<Communicator> dist_communicator(const DistOptions& o) {
   return comm;
 }
 
+std::shared_ptr<Communicator> communicator_for_tensors(std::shared_ptr<Communicator> world, DistOptions& o,
+                                                       bool gpu_tensors) {
+  if (o.comm == "mpi" || (o.comm == "auto" && !gpu_tensors)) {
+    o.comm_choice = o.comm == "mpi" ? "--comm mpi" : "the executor's tensors are in host memory";
+    return world;
+  }
+  std::unique_ptr<DeviceCollectives> nccl;
+  try {
+    nccl = make_nccl_collectives(*world);
+  } catch (const Unimplemented& e) {
+    // NotBuilt, no GPU, or ranks sharing one: every rank refuses alike, so all fall back together.
+    if (o.comm == "nccl") throw;
+    o.comm_choice = fmt::format("GPU tensors staged through host memory for MPI: {}", e.what());
+    return world;
+  }
+  o.comm_choice = o.comm == "nccl" ? "--comm nccl" : "the executor's tensors are on a GPU of each rank's own";
+  return std::make_shared<DeviceAwareCommunicator>(std::move(world), std::move(nccl));
+}
+
 void add_distributed_results(Communicator& comm, const DistOptions& o, const DistributedOptimizer& optimizer,
                              const TrainingResult& result, CaseResult& c) {
   const nlohmann::json ranks = gather_at_root(comm, rank_metrics(comm, optimizer, result));
@@ -74,6 +102,8 @@ void add_distributed_results(Communicator& comm, const DistOptions& o, const Dis
                       {"ranks", comm.size()},
                       {"options", scheme_settings(o.scheme, o.given)},
                       {"watchdog_s", mpi_watchdog_timeout()},
+                      {"communicator", comm.name()},
+                      {"communicator_choice", o.comm_choice},
                       {"global_batch", c.params.value("batch", int64_t{0}) * comm.size()}};
   c.extra["distributed"] = {{"summary", distributed_summary(ranks)}, {"ranks", ranks}};
 }

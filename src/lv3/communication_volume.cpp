@@ -21,11 +21,15 @@ void CommunicationVolume::record_receive(int peer, int64_t bytes) {
   ++p.messages_received;
 }
 
-void CommunicationVolume::record_collective(const std::string& op, int64_t bytes, double seconds) {
+void CommunicationVolume::record_collective(const std::string& op, int64_t bytes, double seconds, bool on_device) {
   CollectiveVolume& c = collectives_[op];
   ++c.calls;
   c.bytes += bytes;
   c.time_s += seconds;
+  if (on_device) {
+    ++c.device_calls;
+    c.device_bytes += bytes;
+  }
 }
 
 void CommunicationVolume::record_staging_to_host(int64_t bytes, double seconds) {
@@ -91,7 +95,8 @@ nlohmann::json CommunicationVolume::to_json() const {
   j["collectives"] = nlohmann::json::object();
   for (const auto& [op, c] : collectives_) {
     j["collectives"][op] = {{"calls", c.calls}, {"bytes", c.bytes}, {"time_s", c.time_s},
-                            {"algbw", c.algbw()}, {"busbw", busbw(op)}};
+                            {"algbw", c.algbw()}, {"busbw", busbw(op)},
+                            {"device_calls", c.device_calls}, {"device_bytes", c.device_bytes}};
   }
   j["staging"] = {{"bytes_to_host", staging_.bytes_to_host},
                   {"bytes_from_host", staging_.bytes_from_host},

@@ -27,37 +27,33 @@ void check_count(int64_t count, const char* what) {
 
 // Times a blocking collective and records it under `op`.
 template <typename F>
-void timed_collective(CommunicationVolume& v, const char* op, int64_t bytes, F&& f) {
+void timed_collective(CommunicationVolume& v, const char* op, int64_t bytes, bool on_device, F&& f) {
   const auto t0 = std::chrono::steady_clock::now();
   f();
   const double s = seconds_since(t0);
-  v.record_collective(op, bytes, s);
+  v.record_collective(op, bytes, s, on_device);
   v.add_time(s);
 }
 
 // Divides after the sum completes: a nonblocking mean.
 class MeanRequest : public CommRequest {
  public:
-  MeanRequest(CommRequestPtr sum, void* data, int64_t count, DType dtype, int ranks)
-      : sum_(std::move(sum)), data_(data), count_(count), dtype_(dtype), ranks_(ranks) {}
+  MeanRequest(CommRequestPtr sum, std::function<void()> divide) : sum_(std::move(sum)), divide_(std::move(divide)) {}
 
  protected:
   void do_wait() override {
     sum_->wait();
-    divide_in_place(data_, count_, dtype_, ranks_);
+    divide_();
   }
   bool do_test() override {
     if (!sum_->test()) return false;
-    divide_in_place(data_, count_, dtype_, ranks_);
+    divide_();
     return true;
   }
 
  private:
   CommRequestPtr sum_;
-  void* data_;
-  int64_t count_;
-  DType dtype_;
-  int ranks_;
+  std::function<void()> divide_;
 };
 
 // A nonblocking reduction of a host copy; completing it copies the result back into the tensor.
@@ -128,6 +124,12 @@ void divide_in_place(void* data, int64_t count, DType dtype, int ranks) {
 
 bool Communicator::reaches(Device d) const { return host_accessible(d); }
 
+void Communicator::do_divide(void* data, int64_t count, DType dtype, int ranks) {
+  divide_in_place(data, count, dtype, ranks);
+}
+
+bool Communicator::carried_on_device(const void*) const { return false; }
+
 void Communicator::allreduce(Tensor& t, ReduceOp op) {
   if (reaches(t.device())) return allreduce(t.data(), t.numel(), t.dtype(), op);
   Tensor host = staged_to_host(t, &volume_);
@@ -170,9 +172,9 @@ CommRequestPtr Communicator::accounted(CommRequestPtr request) {
 
 void Communicator::allreduce(void* data, int64_t count, DType dtype, ReduceOp op) {
   check_count(count, "allreduce");
-  timed_collective(volume_, "allreduce", payload(count, dtype), [&] {
+  timed_collective(volume_, "allreduce", payload(count, dtype), carried_on_device(data), [&] {
     do_allreduce(data, count, dtype, op == ReduceOp::mean ? ReduceOp::sum : op);
-    if (op == ReduceOp::mean) divide_in_place(data, count, dtype, size());
+    if (op == ReduceOp::mean) do_divide(data, count, dtype, size());
   });
 }
 
@@ -180,8 +182,10 @@ CommRequestPtr Communicator::iallreduce(void* data, int64_t count, DType dtype, 
   check_count(count, "iallreduce");
   const auto t0 = std::chrono::steady_clock::now();
   CommRequestPtr r = do_iallreduce(data, count, dtype, op == ReduceOp::mean ? ReduceOp::sum : op);
-  if (op == ReduceOp::mean) r = std::make_unique<MeanRequest>(std::move(r), data, count, dtype, size());
-  volume_.record_collective("iallreduce", payload(count, dtype), 0);
+  if (op == ReduceOp::mean) {
+    r = std::make_unique<MeanRequest>(std::move(r), [this, data, count, dtype] { do_divide(data, count, dtype, size()); });
+  }
+  volume_.record_collective("iallreduce", payload(count, dtype), 0, carried_on_device(data));
   volume_.add_time(seconds_since(t0));
   return accounted(std::move(r));
 }
@@ -190,7 +194,7 @@ void Communicator::broadcast(void* data, int64_t count, DType dtype, int root) {
   check_count(count, "broadcast");
   check_peer(root, "broadcast root");
   const int64_t bytes = payload(count, dtype);
-  timed_collective(volume_, "broadcast", bytes, [&] { do_broadcast(data, count, dtype, root); });
+  timed_collective(volume_, "broadcast", bytes, carried_on_device(data), [&] { do_broadcast(data, count, dtype, root); });
   record_from_root(root, bytes);
 }
 
@@ -200,7 +204,7 @@ CommRequestPtr Communicator::ibroadcast(void* data, int64_t count, DType dtype, 
   const int64_t bytes = payload(count, dtype);
   const auto t0 = std::chrono::steady_clock::now();
   CommRequestPtr r = do_ibroadcast(data, count, dtype, root);
-  volume_.record_collective("ibroadcast", bytes, 0);
+  volume_.record_collective("ibroadcast", bytes, 0, carried_on_device(data));
   volume_.add_time(seconds_since(t0));
   record_from_root(root, bytes);
   return accounted(std::move(r));
@@ -221,7 +225,7 @@ void Communicator::gatherv(const void* send, int64_t count, DType dtype, void* r
                  count, counts[static_cast<size_t>(root)]);
   }
   const int64_t total = at_root ? std::accumulate(counts.begin(), counts.end(), int64_t{0}) : count;
-  timed_collective(volume_, "gather", payload(total, dtype), [&] { do_gatherv(send, count, dtype, recv, counts, root); });
+  timed_collective(volume_, "gather", payload(total, dtype), false, [&] { do_gatherv(send, count, dtype, recv, counts, root); });
   if (at_root) {
     for (int p = 0; p < size(); ++p) {
       if (p != root) volume_.record_receive(p, payload(counts[static_cast<size_t>(p)], dtype));
@@ -242,7 +246,7 @@ void Communicator::allgatherv(const void* send, int64_t count, DType dtype, void
   D5_CHECK_ARG(counts[static_cast<size_t>(rank())] == count, "allgatherv: rank {} sends {} elements, counts say {}",
                rank(), count, counts[static_cast<size_t>(rank())]);
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
-  timed_collective(volume_, "allgather", payload(total, dtype),
+  timed_collective(volume_, "allgather", payload(total, dtype), false,
                    [&] { do_allgatherv(send, count, dtype, recv, counts); });
 }
 
@@ -250,12 +254,12 @@ void Communicator::scatter(const void* send, int64_t count, DType dtype, void* r
   check_count(count, "scatter");
   check_peer(root, "scatter root");
   const int64_t bytes = payload(count, dtype);
-  timed_collective(volume_, "scatter", bytes * size(), [&] { do_scatter(send, count, dtype, recv, root); });
+  timed_collective(volume_, "scatter", bytes * size(), false, [&] { do_scatter(send, count, dtype, recv, root); });
   record_from_root(root, bytes);
 }
 
 void Communicator::barrier() {
-  timed_collective(volume_, "barrier", 0, [&] { do_barrier(); });
+  timed_collective(volume_, "barrier", 0, false, [&] { do_barrier(); });
 }
 
 void Communicator::send(const void* data, int64_t count, DType dtype, int peer, int tag) {

@@ -192,6 +192,34 @@ TEST_F(CliTrainDist, AnotherSchemesOptionIsRefused) {
   EXPECT_NE(r.err.find("distributed scheme options (staleness) need --dist"), std::string::npos) << r.err;
 }
 
+// --comm: host tensors go through MPI under auto, and the result says which communicator ran and
+// why; --comm nccl is refused alike on every rank when NCCL cannot serve them, naming why (this
+// machine's case: no NCCL in the build, no GPU, or the ranks sharing its one GPU); --comm without
+// --dist is refused.
+TEST_F(CliTrainDist, TheCommunicatorChoiceIsRecordedAndNcclIsRefusedWithItsReason) {
+  auto r = mpirun(2, train_args(8, 2, {"--dist", "dsgd", "--format", "json", "-o", path("c.json")}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(read_file(path("c.json")));
+  const auto& dist = j["cases"][0]["params"]["dist"];
+  EXPECT_EQ(dist["communicator"], "mpi");
+  EXPECT_EQ(dist["communicator_choice"], "the executor's tensors are in host memory");
+  EXPECT_EQ(j["cases"][0]["extra"]["distributed"]["ranks"][0]["volume"]["collectives"]["allreduce"]["device_calls"], 0);
+
+  r = mpirun(2, train_args(8, 2, {"--dist", "dsgd", "--comm", "nccl"}));
+  if (r.err.find("built without NCCL") != std::string::npos) {
+    EXPECT_EQ(r.exit_code, 6) << r.err;
+  } else {
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("rank 0 error: NCCL cannot serve these ranks: "), std::string::npos) << r.err;
+    const bool gpu = r.err.find("share GPU GPU-") != std::string::npos;
+    EXPECT_TRUE(gpu || r.err.find("no CUDA device on rank(s) 0, 1") != std::string::npos) << r.err;
+  }
+
+  r = run_d5(train_args(8, 2, {"--comm", "mpi"}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("distributed scheme options (comm) need --dist"), std::string::npos) << r.err;
+}
+
 // Only rank 0 writes the checkpoint, so an unwritable path fails rank 0 alone while rank 1 waits
 // in the gathering of metrics: d5 must end it (MPI_Abort), keep the error's exit code and name
 // the rank.

@@ -123,15 +123,21 @@ class GuardedMemoryUpdates final : public FusedUpdates {
   std::shared_ptr<GuardedMemoryAllocator> memory_;
 };
 
-// Device guardmem:index, its kind and update rules registered on first use.
-inline Device guarded_memory_device(int32_t index = 0) {
-  static const DeviceKind kind = [] {
-    auto memory = std::make_shared<GuardedMemoryAllocator>();
-    register_device_kind(memory);
-    const DeviceKind k = device_kind_named("guardmem");
-    register_fused_updates(k, std::make_shared<GuardedMemoryUpdates>(memory));
-    return k;
+// guardmem's allocator, its kind and update rules registered on first use.
+inline GuardedMemoryAllocator& guarded_memory() {
+  static const std::shared_ptr<GuardedMemoryAllocator> memory = [] {
+    auto m = std::make_shared<GuardedMemoryAllocator>();
+    register_device_kind(m);
+    register_fused_updates(device_kind_named("guardmem"), std::make_shared<GuardedMemoryUpdates>(m));
+    return m;
   }();
+  return *memory;
+}
+
+// Device guardmem:index.
+inline Device guarded_memory_device(int32_t index = 0) {
+  guarded_memory();
+  static const DeviceKind kind = device_kind_named("guardmem");
   return Device{kind, index};
 }
 

@@ -11,7 +11,9 @@
 //   and busbw follow with the nccl-tests formulas.
 // Time is wall time inside the calls, including waits on nonblocking requests.
 // Tensors on a device the communicator cannot reach travel through host memory (host_staging.h):
-// those copies are counted apart, as `staging`, since they are not what the ranks exchanged.
+// those copies are counted apart, as `staging`, since they are not what the ranks exchanged. A
+// communicator that reaches device memory (device_aware_communicator.h) counts per operation the
+// calls a device library carried, so both paths show.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -32,6 +34,10 @@ struct CollectiveVolume {
   int64_t calls = 0;
   int64_t bytes = 0;  // payload bytes summed over calls
   double time_s = 0;  // blocking calls only: a nonblocking one's time is the caller's waits
+  // Of calls and bytes, those a device library (NCCL) carried from device memory to device
+  // memory; the rest went through the host communicator (MPI).
+  int64_t device_calls = 0;
+  int64_t device_bytes = 0;
   // nccl-tests: algbw = size / time; busbw = algbw x the operation's bus factor (bus_factor()).
   double algbw() const { return time_s > 0 ? static_cast<double>(bytes) / time_s : 0; }
 };
@@ -51,7 +57,7 @@ class CommunicationVolume {
 
   void record_send(int peer, int64_t bytes);
   void record_receive(int peer, int64_t bytes);
-  void record_collective(const std::string& op, int64_t bytes, double seconds);
+  void record_collective(const std::string& op, int64_t bytes, double seconds, bool on_device = false);
   void add_time(double seconds) { time_s_ += seconds; }
   void record_staging_to_host(int64_t bytes, double seconds);
   void record_staging_from_host(int64_t bytes, double seconds);

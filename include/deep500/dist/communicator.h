@@ -128,6 +128,12 @@ class Communicator {
   virtual CommRequestPtr do_isend(const void* data, int64_t count, DType dtype, int peer, int tag) = 0;
   virtual CommRequestPtr do_irecv(void* data, int64_t count, DType dtype, int peer, int tag) = 0;
   virtual int do_recv_any(void* data, int64_t count, DType dtype, int tag) = 0;
+  // Divides a mean's sum in place. The base divides with host loops; an implementation that
+  // reaches device memory divides there, rounding as the host does (x / n).
+  virtual void do_divide(void* data, int64_t count, DType dtype, int ranks);
+  // Whether a collective on `data` is carried by a device library from device memory (NCCL); the
+  // volume counts those calls apart (CollectiveVolume::device_calls). The base: never.
+  virtual bool carried_on_device(const void* data) const;
 
  private:
   void check_peer(int peer, const char* what) const;

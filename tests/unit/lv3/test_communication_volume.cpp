@@ -34,6 +34,21 @@ TEST(CommunicationVolume, CountsPerPeerAndPerCollective) {
   EXPECT_EQ(v.time_s(), 0);
 }
 
+// A device library's share of a collective (NCCL beside MPI) is counted within its totals.
+TEST(CommunicationVolume, CountsTheDeviceLibrarysShareOfACollective) {
+  CommunicationVolume v(2);
+  v.record_collective("allreduce", 400, 0.25, /*on_device=*/true);
+  v.record_collective("allreduce", 100, 0.25);
+  const CollectiveVolume& c = v.collectives().at("allreduce");
+  EXPECT_EQ(c.calls, 2);
+  EXPECT_EQ(c.bytes, 500);
+  EXPECT_EQ(c.device_calls, 1);
+  EXPECT_EQ(c.device_bytes, 400);
+  const auto j = v.to_json();
+  EXPECT_EQ(j["collectives"]["allreduce"]["device_calls"], 1);
+  EXPECT_EQ(j["collectives"]["allreduce"]["device_bytes"], 400);
+}
+
 TEST(CommunicationVolume, BusFactors) {
   EXPECT_DOUBLE_EQ(CommunicationVolume::bus_factor("allreduce", 4), 1.5);
   EXPECT_DOUBLE_EQ(CommunicationVolume::bus_factor("allgather", 4), 0.75);

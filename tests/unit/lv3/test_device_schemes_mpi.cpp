@@ -5,16 +5,21 @@
 // the rank with SIGSEGV. The oracle is the same scheme on the host, which the serial simulations
 // (test_scheme_oracles_mpi.cpp) check: the device run computes with the same kernels on host
 // copies and must equal it bit for bit. The staged copies are counted apart from the payload,
-// which must equal the host run's call for call.
+// which must equal the host run's call for call. With a library that reaches the device
+// (guarded_memory_collectives.h, as NCCL reaches a GPU) the same schemes reduce their tensors
+// where they lie and stage only what the library lacks.
 #include <gtest/gtest.h>
 
 #include "../backends/cuda_test_util.h"
 #include "../guarded_memory_device.h"
 #include "../on_test_device.h"
+#include "deep500/dist/device_aware_communicator.h"
 #include "deep500/dist/distributed_metrics.h"
 #include "deep500/dist/host_staging.h"
+#include "deep500/dist/nccl.h"
 #include "deep500/net/operator_executor.h"
 #include "distributed_test_harness.h"
+#include "guarded_memory_collectives.h"
 
 namespace d5 {
 namespace {
@@ -36,14 +41,24 @@ class DeviceSchemes : public DistributedOptimizerTest {
     std::vector<float> params;
     CommunicationVolume volume;
   };
-  Run train(const Dist& d, const std::string& optimizer, const Hyperparameters& h, const std::string& backend) {
-    comm->barrier();
-    comm->volume().reset();
+  Run train(const Dist& d, const std::string& optimizer, const Hyperparameters& h, const std::string& backend,
+            std::shared_ptr<Communicator> via = nullptr) {
+    Communicator& c = via ? *via : *comm;
+    c.barrier();
+    c.volume().reset();
     Run r;
-    r.params = distributed(d, optimizer, h, nullptr, nullptr, backend);
-    r.volume = comm->volume();
+    r.params = distributed(d, optimizer, h, nullptr, via, backend);
+    r.volume = c.volume();
     return r;
   }
+
+  // MPI's world with the guardmem library beside it.
+  std::shared_ptr<DeviceAwareCommunicator> device_aware() {
+    auto library = std::make_unique<test::GuardedMemoryCollectives>(comm);
+    library_ = library.get();
+    return std::make_shared<DeviceAwareCommunicator>(comm, std::move(library));
+  }
+  test::GuardedMemoryCollectives* library_ = nullptr;
 
   // The scheme on guardmem equals the scheme on the host; the device run staged, the host run did
   // not, and both exchanged the same payload in the same calls.
@@ -143,6 +158,117 @@ TEST_F(DeviceSchemes, RanksSharingOneGpuTrainThroughHostStaging) {
     expect_close(gpu.params, host.params, d.scheme + " on cuda");
     EXPECT_GT(gpu.volume.staging().bytes_to_host, 0) << d.scheme;
   }
+}
+
+// The Tensor calls on device memory through a library that reaches it: values as MPI's, nothing
+// staged, the library's calls counted as device calls, and a mean divided on the device (a host
+// division of the PROT_NONE memory would end the rank).
+TEST_F(DeviceSchemes, ADeviceLibraryReducesDeviceTensorsWhereTheyLie) {
+  auto c = device_aware();
+  EXPECT_EQ(c->name(), "guardlib + " + comm->name());
+  EXPECT_TRUE(c->reaches(test::guarded_memory_device()));
+  EXPECT_TRUE(c->reaches(Device::cpu()));
+  const int n = c->size(), me = c->rank();
+  Tensor host(DType::f32, Shape({5}));
+  for (int64_t i = 0; i < 5; ++i) host.set(i, static_cast<double>(me * 10 + i));
+  Tensor t = host.to(test::guarded_memory_device());
+  c->allreduce(t, ReduceOp::sum);
+  Tensor back = t.to(Device::cpu());
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(back.get(i), 10.0 * n * (n - 1) / 2 + static_cast<double>(n * i));
+  Tensor u = host.to(test::guarded_memory_device());
+  c->iallreduce(u, ReduceOp::mean)->wait();
+  back = u.to(Device::cpu());
+  for (int64_t i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(static_cast<float>(back.get(i)), 5.0f * static_cast<float>(n - 1) + static_cast<float>(i));
+  Tensor b = host.to(test::guarded_memory_device());
+  c->broadcast(b, n - 1);
+  back = b.to(Device::cpu());
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(back.get(i), static_cast<double>((n - 1) * 10 + i));
+  std::vector<double> on_host = {1.0 * me, 2.0};
+  c->allreduce(std::span<double>(on_host), ReduceOp::max);
+  EXPECT_EQ(on_host, (std::vector<double>{n - 1.0, 2.0}));
+
+  EXPECT_EQ(library_->calls, 3);
+  EXPECT_EQ(library_->divisions, 1);
+  const CommunicationVolume& v = c->volume();
+  EXPECT_EQ(v.staging().copies_to_host + v.staging().copies_from_host, 0);
+  EXPECT_EQ(v.collectives().at("allreduce").calls, 2);
+  EXPECT_EQ(v.collectives().at("allreduce").device_calls, 1);
+  EXPECT_EQ(v.collectives().at("allreduce").device_bytes, 20);
+  EXPECT_EQ(v.collectives().at("iallreduce").device_calls, 1);
+  EXPECT_EQ(v.collectives().at("broadcast").device_bytes, 20);
+  EXPECT_EQ(v.to_json()["collectives"]["allreduce"]["device_calls"], 1);
+}
+
+// A call the library lacks is refused on device memory before MPI could read it.
+TEST_F(DeviceSchemes, ADeviceAwareCommunicatorRefusesDeviceMemoryWhereItsLibraryHasNoCall) {
+  auto c = device_aware();
+  Tensor t = Tensor(DType::f32, Shape({4})).to(test::guarded_memory_device());
+  std::vector<float> all(static_cast<size_t>(4 * c->size()));
+  try {
+    c->allgather(t.data(), 4, DType::f32, all.data());
+    FAIL() << "allgather took device memory";
+  } catch (const Unimplemented& e) {
+    EXPECT_NE(std::string(e.what()).find("allgather has no guardlib path"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(c->send(t.data(), 4, DType::f32, (c->rank() + 1) % c->size()), Unimplemented);
+  c->barrier();
+}
+
+// Every scheme through the device library equals the host run bit for bit (the library's wire is
+// MPI on the same values); the tensors it reaches are not staged.
+TEST_F(DeviceSchemes, EverySchemeTrainsThroughADeviceLibrary) {
+  const std::vector<std::pair<Dist, std::string>> cases = {
+      {Dist{"dsgd", {}}, "momentum"},
+      {Dist{"dsgd", {{"overlap", 0}, {"bucket_mb", 0}}}, "sgd"},
+      {Dist{"dsgd", {{"overlap", 1}, {"fuse_kb", 0}}}, "adam"},
+      {Dist{"pssgd", {}}, "momentum"},
+      {Dist{"ssgd", {{"staleness", 2}}}, "sgd"},
+      {Dist{"asgd", {{"fixed_order", 1}}}, "momentum"},
+      {Dist{"mavg", {{"average_every", 2}}}, "momentum"},
+      {Dist{"dpsgd", {}}, "sgd"},
+      {Dist{"sparse", {{"topk", 0.01}}}, "sgd"},
+  };
+  for (const auto& [d, optimizer] : cases) {
+    const Hyperparameters h = optimizer == "adam" ? Hyperparameters{{"lr", 0.01}} : optimizer == "sgd" ? kSgd : kMomentum;
+    const Run host = train(d, optimizer, h, "reference");
+    const Run device = train(d, optimizer, h, "guarddev", device_aware());
+    EXPECT_EQ(device.params, host.params) << d.scheme;
+  }
+}
+
+// Gradient allreduce with every gradient alone in its call, overlapped or after backprop, copies
+// nothing through the host: each step's gradients go to the library, counted as device bytes.
+TEST_F(DeviceSchemes, PerTensorGradientAllreduceThroughADeviceLibraryStagesNothing) {
+  int64_t gradient_bytes = 0;
+  for (const Dist& d : {Dist{"dsgd", {{"overlap", 0}, {"bucket_mb", 0}}}, Dist{"dsgd", {{"overlap", 1}, {"fuse_kb", 0}}}}) {
+    const Run device = train(d, "sgd", kSgd, "guarddev", device_aware());
+    if (gradient_bytes == 0) {
+      for (const Tensor& g : gradient_tensors(exec->network())) gradient_bytes += static_cast<int64_t>(g.bytes());
+    }
+    const StagingVolume& s = device.volume.staging();
+    EXPECT_EQ(s.copies_to_host + s.copies_from_host, 0);
+    int64_t device_bytes = 0;
+    for (const auto& [op, c] : device.volume.collectives()) {
+      if (op == "allreduce" || op == "iallreduce") device_bytes += c.device_bytes;
+    }
+    EXPECT_EQ(device_bytes, kSteps * gradient_bytes);
+  }
+}
+
+// NCCL refuses ranks without a GPU of their own before it is asked, every rank alike; each build
+// checks the case it can: no NCCL, no GPU, or this test's ranks sharing the machine's GPU.
+TEST_F(DeviceSchemes, NcclRefusesRanksWithoutAGpuOfTheirOwn) {
+  try {
+    make_nccl_collectives(*comm);
+    FAIL() << "NCCL accepted " << comm->size() << " ranks on one machine";
+  } catch (const NotBuilt& e) {
+    EXPECT_TRUE(nccl_build_version().empty()) << e.what();
+  } catch (const Unimplemented& e) {
+    const std::string why = test::no_gpu_reason();
+    const std::string expected = why.empty() ? "share GPU GPU-" : "no CUDA device on rank(s) 0, 1";
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+  comm->barrier();
 }
 
 }  // namespace

@@ -1,0 +1,39 @@
+#pragma once
+// Level 3: collectives of a library that reduces device memory where it lies, as NCCL reduces GPU
+// memory (docs/communicator.md#device-collectives).
+//
+// A DeviceAwareCommunicator (device_aware_communicator.h) hands such a library the collectives
+// it has on memory it holds and everything else to a host communicator (MPI). NCCL has allreduce
+// and broadcast in place; a gather of unequal counts, a scatter or a receive from any rank it
+// has not, and those go through the host.
+#include <cstdint>
+#include <string>
+
+#include "deep500/core/device.h"
+#include "deep500/core/dtype.h"
+#include "deep500/dist/communicator.h"
+
+namespace d5 {
+
+class DeviceCollectives {
+ public:
+  virtual ~DeviceCollectives() = default;
+  // The library and its version, e.g. "NCCL 2.27.7".
+  virtual std::string name() const = 0;
+  // Whether tensors of device d are memory this library reduces (its rank's GPU).
+  virtual bool reaches(Device d) const = 0;
+  // Whether `data` points into such memory.
+  virtual bool holds(const void* data) const = 0;
+
+  // As Communicator's, on memory the library holds; op is sum, max or min (a mean is a sum
+  // followed by divide()). A nonblocking call is ordered after the work already queued on the
+  // device and returns at once; its request completes when the library's work has.
+  virtual void allreduce(void* data, int64_t count, DType dtype, ReduceOp op) = 0;
+  virtual CommRequestPtr iallreduce(void* data, int64_t count, DType dtype, ReduceOp op) = 0;
+  virtual void broadcast(void* data, int64_t count, DType dtype, int root) = 0;
+  virtual CommRequestPtr ibroadcast(void* data, int64_t count, DType dtype, int root) = 0;
+  // data[i] /= ranks on the device (f32, f64), rounded as the host's division rounds.
+  virtual void divide(void* data, int64_t count, DType dtype, int ranks) = 0;
+};
+
+}  // namespace d5
