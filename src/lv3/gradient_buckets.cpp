@@ -1,23 +1,28 @@
 // Bucketed allreduce of a list of tensors (include/deep500/dist/gradient_buckets.h).
 #include "deep500/dist/gradient_buckets.h"
 
+#include "deep500/core/device_allocator.h"
 #include "deep500/core/error.h"
 #include "deep500/dist/host_staging.h"
 
 namespace d5 {
 
-void TensorBuckets::plan(const std::vector<Tensor>& tensors) {
-  std::vector<size_t> sizes;
-  for (const auto& t : tensors) sizes.push_back(t.bytes());
-  if (!plan_.empty() && sizes == planned_bytes_) return;
-  planned_bytes_ = sizes;
+bool packable(const Communicator& comm, const Tensor& t) {
+  return host_accessible(t.device()) || !comm.reaches(t.device());
+}
+
+void TensorBuckets::plan(const Communicator& comm, const std::vector<Tensor>& tensors) {
+  std::vector<std::pair<size_t, bool>> key;
+  for (const auto& t : tensors) key.emplace_back(t.bytes(), packable(comm, t));
+  if (!plan_.empty() && key == planned_) return;
+  planned_ = key;
   plan_.clear();
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
     D5_CHECK_ARG(t.dtype() == DType::f32 || t.dtype() == DType::f64,
                  "distributed reduction of {} tensors is not supported (f32 and f64 are)", to_string(t.dtype()));
     const auto bytes = static_cast<int64_t>(t.bytes());
-    const bool fusable = policy_.fusable(bytes);
+    const bool fusable = policy_.fusable(bytes) && key[i].second;
     const bool joins = !plan_.empty() && plan_.back().fusable && plan_.back().dtype == t.dtype() &&
                        policy_.joins(plan_.back().bytes, bytes);
     if (joins) {
@@ -31,7 +36,7 @@ void TensorBuckets::plan(const std::vector<Tensor>& tensors) {
 }
 
 void TensorBuckets::allreduce(Communicator& comm, std::vector<Tensor>& tensors, ReduceOp op) {
-  plan(tensors);
+  plan(comm, tensors);
   CommunicationVolume* volume = &comm.volume();
   // A bucket of one tensor the communicator reaches is reduced where it is; any other through its
   // host buffer: packed (fused tensors), staged (a tensor on a device the communicator cannot

@@ -89,10 +89,13 @@ void OverlappedAllreduce::plan() {
   for (const auto& name : ready_order_) {
     if (!seen.insert(name).second) continue;
     const auto bytes = static_cast<int64_t>(ready_.count(name) ? ready_.at(name).bytes() : 0);
-    const bool joins = !buckets_.empty() && buckets_.back().fusable && policy_.joins(buckets_.back().bytes, bytes);
+    // Gradients on a device the communicator reaches are reduced alone, where they lie.
+    const bool fusable = policy_.fusable(bytes) && (!ready_.count(name) || packable(*comm_, ready_.at(name)));
+    const bool joins = !buckets_.empty() && buckets_.back().fusable && fusable &&
+                       policy_.joins(buckets_.back().bytes, bytes);
     if (!joins) {
       buckets_.emplace_back();
-      buckets_.back().fusable = policy_.fusable(bytes);
+      buckets_.back().fusable = fusable;
     }
     buckets_.back().params.push_back(name);
     buckets_.back().bytes += bytes;

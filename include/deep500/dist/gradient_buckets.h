@@ -6,9 +6,12 @@
 // buckets of at most bucket_bytes and reduces each bucket with one allreduce, then unpacks.
 // Packing costs two copies of every fused byte, which only pays for tensors small enough that a
 // call's latency outweighs copying them: a tensor of fuse_below_bytes or more is never packed but
-// reduced alone, in place. bucket_bytes = 0 is plain per-tensor allreduce.
+// reduced alone, in place. bucket_bytes = 0 is plain per-tensor allreduce. Buckets are packed in
+// host memory, so a tensor on a device the communicator reaches (NCCL's GPU) is never packed
+// either: it is reduced alone where it lies (packable()).
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "deep500/dist/communicator.h"
@@ -31,6 +34,11 @@ struct BucketPolicy {
   // Whether a tensor of `bytes` joins an open bucket of fusable tensors holding `held` bytes.
   bool joins(int64_t held, int64_t bytes) const { return fusable(bytes) && held + bytes <= bucket_bytes; }
 };
+
+// Whether t may be packed into a bucket's host buffer: a tensor host code reads, or one the
+// communicator cannot reach (staged through the host anyway, so packing saves copies). A tensor on
+// a device the communicator reaches is reduced in place instead of copied through the host.
+bool packable(const Communicator& comm, const Tensor& t);
 
 class TensorBuckets {
  public:
@@ -60,12 +68,12 @@ class TensorBuckets {
     int64_t bytes = 0;
     bool fusable = false;
   };
-  void plan(const std::vector<Tensor>& tensors);
+  void plan(const Communicator& comm, const std::vector<Tensor>& tensors);
 
   BucketPolicy policy_;
   bool nonblocking_;
   std::vector<Bucket> plan_;
-  std::vector<size_t> planned_bytes_;  // per tensor, to notice a changed list
+  std::vector<std::pair<size_t, bool>> planned_;  // bytes and packable() per tensor, to notice a change
   std::vector<std::vector<std::byte>> buffers_;
 };
 

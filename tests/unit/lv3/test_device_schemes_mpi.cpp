@@ -214,8 +214,10 @@ TEST_F(DeviceSchemes, ADeviceAwareCommunicatorRefusesDeviceMemoryWhereItsLibrary
   c->barrier();
 }
 
-// Every scheme through the device library equals the host run bit for bit (the library's wire is
-// MPI on the same values); the tensors it reaches are not staged.
+// Every scheme through the device library equals the host run (the library's wire is MPI on the
+// same values). The library reduces gradients one tensor per call where the host run packs them,
+// and MPI picks its reduction order by message size: a sum of two ranks is the same either way,
+// bit for bit; of three it may round otherwise, within the harness's float tolerance.
 TEST_F(DeviceSchemes, EverySchemeTrainsThroughADeviceLibrary) {
   const std::vector<std::pair<Dist, std::string>> cases = {
       {Dist{"dsgd", {}}, "momentum"},
@@ -232,26 +234,32 @@ TEST_F(DeviceSchemes, EverySchemeTrainsThroughADeviceLibrary) {
     const Hyperparameters h = optimizer == "adam" ? Hyperparameters{{"lr", 0.01}} : optimizer == "sgd" ? kSgd : kMomentum;
     const Run host = train(d, optimizer, h, "reference");
     const Run device = train(d, optimizer, h, "guarddev", device_aware());
-    EXPECT_EQ(device.params, host.params) << d.scheme;
+    if (comm->size() == 2) {
+      EXPECT_EQ(device.params, host.params) << d.scheme;
+    } else {
+      expect_close(device.params, host.params, d.scheme + " through the device library");
+    }
   }
 }
 
-// Gradient allreduce with every gradient alone in its call, overlapped or after backprop, copies
-// nothing through the host: each step's gradients go to the library, counted as device bytes.
-TEST_F(DeviceSchemes, PerTensorGradientAllreduceThroughADeviceLibraryStagesNothing) {
+// Gradient allreduce through a library that reaches the gradients' device copies nothing through
+// the host, whatever the bucket options: a gradient it reaches is never packed into a host bucket
+// but reduced alone, where it lies, and every step's gradient bytes are the library's.
+TEST_F(DeviceSchemes, GradientAllreduceThroughADeviceLibraryStagesNothing) {
   int64_t gradient_bytes = 0;
-  for (const Dist& d : {Dist{"dsgd", {{"overlap", 0}, {"bucket_mb", 0}}}, Dist{"dsgd", {{"overlap", 1}, {"fuse_kb", 0}}}}) {
+  for (const Dist& d : {Dist{"dsgd", {}}, Dist{"dsgd", {{"overlap", 0}}}, Dist{"dsgd", {{"overlap", 0}, {"bucket_mb", 0}}},
+                        Dist{"dsgd", {{"overlap", 1}, {"fuse_kb", 1024}}}}) {
     const Run device = train(d, "sgd", kSgd, "guarddev", device_aware());
     if (gradient_bytes == 0) {
       for (const Tensor& g : gradient_tensors(exec->network())) gradient_bytes += static_cast<int64_t>(g.bytes());
     }
     const StagingVolume& s = device.volume.staging();
-    EXPECT_EQ(s.copies_to_host + s.copies_from_host, 0);
+    EXPECT_EQ(s.copies_to_host + s.copies_from_host, 0) << "dsgd " << testing::PrintToString(d.set);
     int64_t device_bytes = 0;
     for (const auto& [op, c] : device.volume.collectives()) {
       if (op == "allreduce" || op == "iallreduce") device_bytes += c.device_bytes;
     }
-    EXPECT_EQ(device_bytes, kSteps * gradient_bytes);
+    EXPECT_EQ(device_bytes, kSteps * gradient_bytes) << "dsgd " << testing::PrintToString(d.set);
   }
 }
 
