@@ -97,6 +97,42 @@ TEST(ExecutorValidation, GradientMismatchFromAKinkCrossingIsMistrusted) {
   EXPECT_EQ(f.state, CaseState::Failed) << f.detail;
 }
 
+// A reference executor whose second layer's weight gradient is wrong by a fraction of its largest
+// element, as a bug in a backward kernel would make it.
+class WrongSecondLayerGradient : public ReferenceExecutor {
+ public:
+  using ReferenceExecutor::ReferenceExecutor;
+  TensorMap inference_and_backprop(const TensorMap& feeds, const std::string& loss) override {
+    TensorMap out = ReferenceExecutor::inference_and_backprop(feeds, loss);
+    Tensor g = network().fetch_tensor("W2@grad");
+    double largest = 0;
+    for (int64_t i = 0; i < g.numel(); ++i) largest = std::max(largest, std::abs(g.get(i)));
+    g.set(0, g.get(0) + 0.2 * largest);
+    return out;
+  }
+};
+
+// A crossing can change only the gradients of the parameters before it: a wrong gradient of a
+// parameter after every crossing (W2, after the Relu whose input crossed) is not excused by it
+// and stays FAILED, naming that gradient; the same crossing alone is MISTRUSTED (above).
+TEST(ExecutorValidation, AWrongGradientNoCrossingReachesStaysFailed) {
+  register_builtin_operators();
+  Network ref_net = test::mlp(1, 4, 3, 2);
+  Network ex_net = test::mlp(1, 4, 3, 2);
+  const auto feeds = test::feeds_for(ref_net, 2);
+  test::set_first_preactivation(ref_net, feeds, 1e-6);
+  test::set_first_preactivation(ex_net, feeds, -1e-6);
+  ReferenceExecutor ref(ref_net);
+  WrongSecondLayerGradient ex(ex_net);
+  const auto r = test_executor_backprop(ex, feeds, "loss_value", ref);
+  EXPECT_EQ(r.state, CaseState::Failed) << r.detail;
+  EXPECT_NE(r.detail.find("not a kink effect for gradient(s) 'W2@grad': no crossing lies after their parameters (1 "
+                          "Relu or Clip input element(s) lie on the other side of a kink"),
+            std::string::npos)
+      << r.detail;
+  EXPECT_EQ(r.extra["kink_unexplained"], nlohmann::json::array({"W2@grad"}));
+}
+
 // ReLU6, Clip(0, 6), switches its gradient at 6 too (MobileNetV2's activation): an element within
 // rounding of 6, on different sides in the two executors, is a kink crossing as well.
 TEST(ExecutorValidation, AClipInputAcrossItsUpperBoundIsAKinkCrossingToo) {
