@@ -105,6 +105,14 @@ void wait_all(std::vector<CommRequestPtr>& requests) {
   }
 }
 
+bool CombinedRequest::do_test() {
+  bool all = true;
+  for (auto& r : requests_) {
+    if (r && !r->test()) all = false;
+  }
+  return all;
+}
+
 void divide_in_place(void* data, int64_t count, DType dtype, int ranks) {
   switch (dtype) {
     case DType::f32: {
@@ -186,6 +194,36 @@ CommRequestPtr Communicator::iallreduce(void* data, int64_t count, DType dtype, 
     r = std::make_unique<MeanRequest>(std::move(r), [this, data, count, dtype] { do_divide(data, count, dtype, size()); });
   }
   volume_.record_collective("iallreduce", payload(count, dtype), 0, carried_on_device(data));
+  volume_.add_time(seconds_since(t0));
+  return accounted(std::move(r));
+}
+
+CommRequestPtr Communicator::do_iallreduce_group(std::span<void* const> data, std::span<const int64_t> counts,
+                                                 DType dtype, ReduceOp op) {
+  std::vector<CommRequestPtr> requests;
+  for (size_t i = 0; i < data.size(); ++i) requests.push_back(do_iallreduce(data[i], counts[i], dtype, op));
+  return std::make_unique<CombinedRequest>(std::move(requests));
+}
+
+CommRequestPtr Communicator::iallreduce_group(std::span<void* const> data, std::span<const int64_t> counts,
+                                              DType dtype, ReduceOp op) {
+  D5_CHECK_ARG(data.size() == counts.size(), "iallreduce_group: {} buffers and {} counts", data.size(), counts.size());
+  for (int64_t c : counts) check_count(c, "iallreduce_group");
+  const auto t0 = std::chrono::steady_clock::now();
+  CommRequestPtr r = do_iallreduce_group(data, counts, dtype, op == ReduceOp::mean ? ReduceOp::sum : op);
+  if (op == ReduceOp::mean) {
+    // One shared list: vectors captured by value here draw a false -Wfree-nonheap-object from g++ 12.
+    auto buffers = std::make_shared<const std::vector<std::pair<void*, int64_t>>>([&] {
+      std::vector<std::pair<void*, int64_t>> b;
+      for (size_t i = 0; i < data.size(); ++i) b.emplace_back(data[i], counts[i]);
+      return b;
+    }());
+    r = std::make_unique<MeanRequest>(std::move(r), [this, buffers, dtype] {
+      for (const auto& [p, n] : *buffers) do_divide(p, n, dtype, size());
+    });
+  }
+  for (size_t i = 0; i < data.size(); ++i)
+    volume_.record_collective("iallreduce", payload(counts[i], dtype), 0, carried_on_device(data[i]));
   volume_.add_time(seconds_since(t0));
   return accounted(std::move(r));
 }

@@ -35,6 +35,24 @@ CommRequestPtr DeviceAwareCommunicator::do_iallreduce(void* data, int64_t count,
   return host_->iallreduce(data, count, dtype, op);
 }
 
+CommRequestPtr DeviceAwareCommunicator::do_iallreduce_group(std::span<void* const> data,
+                                                            std::span<const int64_t> counts, DType dtype,
+                                                            ReduceOp op) {
+  // Every rank splits alike: the same gradients lie on the device everywhere.
+  std::vector<void*> on_device, on_host;
+  std::vector<int64_t> device_counts, host_counts;
+  for (size_t i = 0; i < data.size(); ++i) {
+    const bool held = device_->holds(data[i]);
+    (held ? on_device : on_host).push_back(data[i]);
+    (held ? device_counts : host_counts).push_back(counts[i]);
+  }
+  std::vector<CommRequestPtr> requests;
+  if (!on_device.empty()) requests.push_back(device_->iallreduce_group(on_device, device_counts, dtype, op));
+  if (!on_host.empty()) requests.push_back(host_->iallreduce_group(on_host, host_counts, dtype, op));
+  if (requests.size() == 1) return std::move(requests.front());
+  return std::make_unique<CombinedRequest>(std::move(requests));
+}
+
 void DeviceAwareCommunicator::do_broadcast(void* data, int64_t count, DType dtype, int root) {
   if (device_->holds(data)) return device_->broadcast(data, count, dtype, root);
   host_->broadcast(data, count, dtype, root);

@@ -22,14 +22,14 @@ void TensorBuckets::plan(const Communicator& comm, const std::vector<Tensor>& te
     D5_CHECK_ARG(t.dtype() == DType::f32 || t.dtype() == DType::f64,
                  "distributed reduction of {} tensors is not supported (f32 and f64 are)", to_string(t.dtype()));
     const auto bytes = static_cast<int64_t>(t.bytes());
-    const bool fusable = policy_.fusable(bytes) && key[i].second;
+    const bool packed = key[i].second;
     const bool joins = !plan_.empty() && plan_.back().fusable && plan_.back().dtype == t.dtype() &&
-                       policy_.joins(plan_.back().bytes, bytes);
+                       plan_.back().packed == packed && policy_.joins(plan_.back().bytes, bytes);
     if (joins) {
       plan_.back().last = i + 1;
       plan_.back().bytes += bytes;
     } else {
-      plan_.push_back({i, i + 1, t.dtype(), bytes, fusable});
+      plan_.push_back({i, i + 1, t.dtype(), bytes, policy_.fusable(bytes), packed});
     }
   }
   buffers_.assign(plan_.size(), {});
@@ -38,12 +38,13 @@ void TensorBuckets::plan(const Communicator& comm, const std::vector<Tensor>& te
 void TensorBuckets::allreduce(Communicator& comm, std::vector<Tensor>& tensors, ReduceOp op) {
   plan(comm, tensors);
   CommunicationVolume* volume = &comm.volume();
-  // A bucket of one tensor the communicator reaches is reduced where it is; any other through its
-  // host buffer: packed (fused tensors), staged (a tensor on a device the communicator cannot
-  // reach), or both.
+  // A bucket of one tensor the communicator reaches is reduced where it is, and a bucket of several
+  // on its device as one grouped call; any other through its host buffer: packed (fused tensors),
+  // staged (a tensor on a device the communicator cannot reach), or both.
   auto in_place = [&](const Bucket& k) { return k.last - k.first == 1 && comm.reaches(tensors[k.first].device()); };
+  auto grouped = [&](const Bucket& k) { return !k.packed && k.last - k.first > 1; };
   auto unpack = [&](size_t b) {
-    if (in_place(plan_[b])) return;
+    if (in_place(plan_[b]) || grouped(plan_[b])) return;
     const std::byte* p = buffers_[b].data();
     for (size_t i = plan_[b].first; i < plan_[b].last; ++i) {
       copy_from_host_memory(p, tensors[i], volume);
@@ -54,6 +55,17 @@ void TensorBuckets::allreduce(Communicator& comm, std::vector<Tensor>& tensors, 
   for (size_t b = 0; b < plan_.size(); ++b) {
     const Bucket& k = plan_[b];
     const int64_t count = k.bytes / static_cast<int64_t>(dtype_size(k.dtype));
+    if (grouped(k)) {
+      std::vector<void*> data;
+      std::vector<int64_t> counts;
+      for (size_t i = k.first; i < k.last; ++i) {
+        data.push_back(tensors[i].data());
+        counts.push_back(tensors[i].numel());
+      }
+      requests[b] = comm.iallreduce_group(data, counts, k.dtype, op);
+      if (!nonblocking_) requests[b]->wait();
+      continue;
+    }
     void* data = tensors[k.first].data();
     if (!in_place(k)) {
       buffers_[b].resize(static_cast<size_t>(k.bytes));

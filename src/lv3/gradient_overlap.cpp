@@ -27,6 +27,7 @@ void OverlappedAllreduce::before_executor(const TensorMap& /*feeds*/) {
     b.ready = 0;
     b.request.reset();
     b.in_place = Tensor();
+    b.grouped.clear();
   }
   next_to_start_ = 0;
   started_early_ = 0;
@@ -75,6 +76,17 @@ void OverlappedAllreduce::start(size_t b, const std::vector<Tensor>& tensors) {
     k.request = comm_->iallreduce(k.in_place, ReduceOp::mean);
     return;
   }
+  if (!k.packed) {
+    k.grouped = tensors;
+    std::vector<void*> data;
+    std::vector<int64_t> counts;
+    for (Tensor& t : k.grouped) {
+      data.push_back(t.data());
+      counts.push_back(t.numel());
+    }
+    k.request = comm_->iallreduce_group(data, counts, DType::f32, ReduceOp::mean);
+    return;
+  }
   std::byte* p = k.buffer.data();
   for (const auto& t : tensors) {
     copy_to_host_memory(t, p, &comm_->volume());
@@ -89,20 +101,21 @@ void OverlappedAllreduce::plan() {
   for (const auto& name : ready_order_) {
     if (!seen.insert(name).second) continue;
     const auto bytes = static_cast<int64_t>(ready_.count(name) ? ready_.at(name).bytes() : 0);
-    // Gradients on a device the communicator reaches are reduced alone, where they lie.
-    const bool fusable = policy_.fusable(bytes) && (!ready_.count(name) || packable(*comm_, ready_.at(name)));
-    const bool joins = !buckets_.empty() && buckets_.back().fusable && fusable &&
+    // Gradients on a device the communicator reaches are grouped where they lie, never packed.
+    const bool packed = !ready_.count(name) || packable(*comm_, ready_.at(name));
+    const bool joins = !buckets_.empty() && buckets_.back().fusable && buckets_.back().packed == packed &&
                        policy_.joins(buckets_.back().bytes, bytes);
     if (!joins) {
       buckets_.emplace_back();
-      buckets_.back().fusable = fusable;
+      buckets_.back().fusable = policy_.fusable(bytes);
+      buckets_.back().packed = packed;
     }
     buckets_.back().params.push_back(name);
     buckets_.back().bytes += bytes;
     bucket_of_[name] = buckets_.size() - 1;
   }
   for (auto& b : buckets_) {
-    if (b.params.size() > 1) b.buffer.resize(static_cast<size_t>(b.bytes));
+    if (b.params.size() > 1 && b.packed) b.buffer.resize(static_cast<size_t>(b.bytes));
   }
   planned_ = true;
 }
@@ -131,6 +144,13 @@ void OverlappedAllreduce::complete(Network& network) {
     if (k.params.size() == 1) {
       Tensor g = grad_of(k.params[0]);
       if (g.data() != k.in_place.data()) g.copy_from(k.in_place);
+      continue;
+    }
+    if (!k.packed) {
+      for (size_t i = 0; i < k.params.size(); ++i) {
+        Tensor g = grad_of(k.params[i]);
+        if (g.data() != k.grouped[i].data()) g.copy_from(k.grouped[i]);
+      }
       continue;
     }
     const std::byte* p = k.buffer.data();

@@ -49,6 +49,19 @@ class CommRequest {
 using CommRequestPtr = std::unique_ptr<CommRequest>;
 void wait_all(std::vector<CommRequestPtr>& requests);
 
+// Completes when every request it holds has (null ones count as complete).
+class CombinedRequest : public CommRequest {
+ public:
+  explicit CombinedRequest(std::vector<CommRequestPtr> requests) : requests_(std::move(requests)) {}
+
+ protected:
+  void do_wait() override { wait_all(requests_); }
+  bool do_test() override;
+
+ private:
+  std::vector<CommRequestPtr> requests_;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -59,6 +72,11 @@ class Communicator {
   // In place: every rank ends with the reduction of all ranks' buffers.
   void allreduce(void* data, int64_t count, DType dtype, ReduceOp op);
   CommRequestPtr iallreduce(void* data, int64_t count, DType dtype, ReduceOp op);
+  // Several buffers of one dtype reduced in place as one operation where the implementation can
+  // fuse them without copies (NCCL's grouped calls); each buffer is recorded as an iallreduce of
+  // its own. The request completes when every buffer's reduction has.
+  CommRequestPtr iallreduce_group(std::span<void* const> data, std::span<const int64_t> counts, DType dtype,
+                                  ReduceOp op);
   void broadcast(void* data, int64_t count, DType dtype, int root);
   CommRequestPtr ibroadcast(void* data, int64_t count, DType dtype, int root);
   // recv (significant at root only) holds size() x count elements, rank r's at r x count.
@@ -117,6 +135,9 @@ class Communicator {
   // and divides, so every implementation agrees on how a mean rounds.
   virtual void do_allreduce(void* data, int64_t count, DType dtype, ReduceOp op) = 0;
   virtual CommRequestPtr do_iallreduce(void* data, int64_t count, DType dtype, ReduceOp op) = 0;
+  // The base starts one do_iallreduce per buffer.
+  virtual CommRequestPtr do_iallreduce_group(std::span<void* const> data, std::span<const int64_t> counts,
+                                             DType dtype, ReduceOp op);
   virtual void do_broadcast(void* data, int64_t count, DType dtype, int root) = 0;
   virtual CommRequestPtr do_ibroadcast(void* data, int64_t count, DType dtype, int root) = 0;
   virtual void do_gatherv(const void* send, int64_t count, DType dtype, void* recv,

@@ -32,6 +32,8 @@ class DeviceAwareCommunicator final : public Communicator {
  protected:
   void do_allreduce(void* data, int64_t count, DType dtype, ReduceOp op) override;
   CommRequestPtr do_iallreduce(void* data, int64_t count, DType dtype, ReduceOp op) override;
+  CommRequestPtr do_iallreduce_group(std::span<void* const> data, std::span<const int64_t> counts, DType dtype,
+                                     ReduceOp op) override;
   void do_broadcast(void* data, int64_t count, DType dtype, int root) override;
   CommRequestPtr do_ibroadcast(void* data, int64_t count, DType dtype, int root) override;
   void do_gatherv(const void* send, int64_t count, DType dtype, void* recv, const std::vector<int64_t>& counts,

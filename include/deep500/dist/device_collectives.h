@@ -7,6 +7,7 @@
 // and broadcast in place; a gather of unequal counts, a scatter or a receive from any rank it
 // has not, and those go through the host.
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "deep500/core/device.h"
@@ -30,6 +31,9 @@ class DeviceCollectives {
   // device and returns at once; its request completes when the library's work has.
   virtual void allreduce(void* data, int64_t count, DType dtype, ReduceOp op) = 0;
   virtual CommRequestPtr iallreduce(void* data, int64_t count, DType dtype, ReduceOp op) = 0;
+  // Several buffers as one operation (NCCL: one group of calls, launched together), no copies.
+  virtual CommRequestPtr iallreduce_group(std::span<void* const> data, std::span<const int64_t> counts, DType dtype,
+                                          ReduceOp op) = 0;
   virtual void broadcast(void* data, int64_t count, DType dtype, int root) = 0;
   virtual CommRequestPtr ibroadcast(void* data, int64_t count, DType dtype, int root) = 0;
   // data[i] /= ranks on the device (f32, f64), rounded as the host's division rounds.

@@ -7,8 +7,9 @@
 // Packing costs two copies of every fused byte, which only pays for tensors small enough that a
 // call's latency outweighs copying them: a tensor of fuse_below_bytes or more is never packed but
 // reduced alone, in place. bucket_bytes = 0 is plain per-tensor allreduce. Buckets are packed in
-// host memory, so a tensor on a device the communicator reaches (NCCL's GPU) is never packed
-// either: it is reduced alone where it lies (packable()).
+// host memory, so tensors on a device the communicator reaches (NCCL's GPU) are never packed
+// (packable()): a bucket of them is reduced where they lie, as one grouped call
+// (Communicator::iallreduce_group).
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -67,6 +68,7 @@ class TensorBuckets {
     DType dtype = DType::f32;
     int64_t bytes = 0;
     bool fusable = false;
+    bool packed = true;  // through the host buffer; else grouped where the tensors lie
   };
   void plan(const Communicator& comm, const std::vector<Tensor>& tensors);
 

@@ -49,10 +49,12 @@ class OverlappedAllreduce : public ExecutorEvent {
     std::vector<std::string> params;
     int64_t bytes = 0;
     bool fusable = false;
-    std::vector<std::byte> buffer;  // packed gradients; empty for a one-tensor bucket (in place)
+    bool packed = true;             // several gradients through `buffer`; else grouped where they lie
+    std::vector<std::byte> buffer;  // packed gradients; empty for a one-tensor or grouped bucket
     size_t ready = 0;
     CommRequestPtr request;
     Tensor in_place;  // the one tensor reduced in place, for a one-tensor bucket
+    std::vector<Tensor> grouped;  // the tensors of a grouped bucket, reduced where they lie
   };
   void plan();
   void start_ready_buckets();

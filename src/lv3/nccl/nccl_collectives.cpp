@@ -115,6 +115,21 @@ class NcclCollectives final : public DeviceCollectives {
     enqueue_allreduce(data, count, dtype, op);
     return completion();
   }
+  CommRequestPtr iallreduce_group(std::span<void* const> data, std::span<const int64_t> counts, DType dtype,
+                                  ReduceOp op) override {
+    after_queued_work();
+    nccl_check(ncclGroupStart(), "ncclGroupStart");
+    for (size_t i = 0; i < data.size(); ++i) {
+      const ncclResult_t r = ncclAllReduce(data[i], data[i], static_cast<size_t>(counts[i]), nccl_type(dtype),
+                                           nccl_op(op), comm_, stream_);
+      if (r != ncclSuccess) {
+        ncclGroupEnd();
+        nccl_check(r, "ncclAllReduce (grouped)", comm_);
+      }
+    }
+    nccl_check(ncclGroupEnd(), "ncclGroupEnd", comm_);
+    return completion();
+  }
   void broadcast(void* data, int64_t count, DType dtype, int root) override {
     enqueue_broadcast(data, count, dtype, root);
     finish();

@@ -35,6 +35,14 @@ class GuardedMemoryCollectives final : public DeviceCollectives {
     ++calls;
     return wire_->iallreduce(alias(data, count, dtype), count, dtype, op);
   }
+  CommRequestPtr iallreduce_group(std::span<void* const> data, std::span<const int64_t> counts, DType dtype,
+                                  ReduceOp op) override {
+    ++groups;
+    std::vector<CommRequestPtr> requests;
+    for (size_t i = 0; i < data.size(); ++i)
+      requests.push_back(wire_->iallreduce(alias(data[i], counts[i], dtype), counts[i], dtype, op));
+    return std::make_unique<CombinedRequest>(std::move(requests));
+  }
   void broadcast(void* data, int64_t count, DType dtype, int root) override {
     ++calls;
     wire_->broadcast(alias(data, count, dtype), count, dtype, root);
@@ -49,6 +57,7 @@ class GuardedMemoryCollectives final : public DeviceCollectives {
   }
 
   int calls = 0;
+  int groups = 0;  // grouped calls, counted apart from `calls`
   int divisions = 0;
 
  private:

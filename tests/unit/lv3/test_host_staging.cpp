@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "../test_memory_device.h"
+#include "deep500/core/error.h"
 #include "deep500/core/tensor.h"
 #include "deep500/dist/communicator.h"
 #include "deep500/dist/gradient_buckets.h"
@@ -112,6 +113,25 @@ TEST(HostStaging, ADroppedRequestCompletesBeforeItsHostCopyIsFreed) {
   comm.iallreduce(t, ReduceOp::sum).reset();
   EXPECT_GE(comm.live_bytes_at_completion, before + 16) << "the host copy was freed before the call completed";
   EXPECT_EQ(tensor_memory_stats().current_bytes, before);  // and freed after it
+}
+
+// The base's grouped allreduce is one nonblocking allreduce per buffer, each recorded, and a mean
+// divides every buffer once all have completed.
+TEST(HostStaging, ABaseGroupIsOneNonblockingAllreducePerBuffer) {
+  Loopback comm;
+  std::vector<float> a = {1, 2}, b = {3};
+  std::vector<void*> data = {a.data(), b.data()};
+  std::vector<int64_t> counts = {2, 1};
+  auto request = comm.iallreduce_group(data, counts, DType::f32, ReduceOp::mean);
+  EXPECT_EQ(a, (std::vector<float>{1, 2}));  // not before completion
+  request->wait();
+  // Loopback's nonblocking sum doubles; the mean over its one rank keeps that.
+  EXPECT_EQ(a, (std::vector<float>{2, 4}));
+  EXPECT_EQ(b, (std::vector<float>{6}));
+  EXPECT_EQ(comm.volume().collectives().at("iallreduce").calls, 2);
+  EXPECT_EQ(comm.volume().collectives().at("iallreduce").bytes, 12);
+  std::vector<int64_t> wrong = {2};
+  EXPECT_THROW(comm.iallreduce_group(data, wrong, DType::f32, ReduceOp::sum), InvalidArgument);
 }
 
 TEST(HostStaging, BucketsAndPackingStageDeviceTensors) {

@@ -78,11 +78,16 @@ TEST(NcclOnGpu, EveryCollectiveOfOneRankRunsOnDeviceMemory) {
   auto request = c.ibroadcast(t.data(), t.numel(), DType::f32, 0);
   while (!request->test()) {
   }
+  Tensor u = on_gpu(values);
+  const std::vector<void*> group = {t.data(), u.data()};
+  const std::vector<int64_t> counts = {t.numel(), u.numel()};
+  c.iallreduce_group(group, counts, DType::f32, ReduceOp::mean)->wait();
   EXPECT_EQ(read(t), values);
+  EXPECT_EQ(read(u), values);
   const CommunicationVolume& v = c.volume();
   EXPECT_EQ(v.collectives().at("allreduce").device_calls, 2);
   EXPECT_EQ(v.collectives().at("broadcast").device_bytes, 20);
-  EXPECT_EQ(v.collectives().at("iallreduce").device_calls, 1);
+  EXPECT_EQ(v.collectives().at("iallreduce").device_calls, 3);
   EXPECT_EQ(v.collectives().at("ibroadcast").device_calls, 1);
   EXPECT_EQ(v.staging().copies_to_host, 0);
 }
