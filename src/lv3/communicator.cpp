@@ -2,6 +2,7 @@
 // (include/deep500/dist/communicator.h).
 #include "deep500/dist/communicator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <numeric>
 
@@ -138,6 +139,18 @@ void Communicator::do_divide(void* data, int64_t count, DType dtype, int ranks) 
 
 bool Communicator::carried_on_device(const void*) const { return false; }
 
+bool Communicator::divides_means(const void*) const { return false; }
+
+namespace {
+
+// A mean of integers is refused before any rank starts the sum.
+void check_mean(ReduceOp op, DType dtype) {
+  D5_CHECK_ARG(op != ReduceOp::mean || dtype == DType::f32 || dtype == DType::f64,
+               "a mean reduction needs f32 or f64 data, not {}", to_string(dtype));
+}
+
+}  // namespace
+
 void Communicator::allreduce(Tensor& t, ReduceOp op) {
   if (reaches(t.device())) return allreduce(t.data(), t.numel(), t.dtype(), op);
   Tensor host = staged_to_host(t, &volume_);
@@ -180,17 +193,21 @@ CommRequestPtr Communicator::accounted(CommRequestPtr request) {
 
 void Communicator::allreduce(void* data, int64_t count, DType dtype, ReduceOp op) {
   check_count(count, "allreduce");
+  check_mean(op, dtype);
+  const bool divide_here = op == ReduceOp::mean && !divides_means(data);
   timed_collective(volume_, "allreduce", payload(count, dtype), carried_on_device(data), [&] {
-    do_allreduce(data, count, dtype, op == ReduceOp::mean ? ReduceOp::sum : op);
-    if (op == ReduceOp::mean) do_divide(data, count, dtype, size());
+    do_allreduce(data, count, dtype, divide_here ? ReduceOp::sum : op);
+    if (divide_here) do_divide(data, count, dtype, size());
   });
 }
 
 CommRequestPtr Communicator::iallreduce(void* data, int64_t count, DType dtype, ReduceOp op) {
   check_count(count, "iallreduce");
+  check_mean(op, dtype);
+  const bool divide_here = op == ReduceOp::mean && !divides_means(data);
   const auto t0 = std::chrono::steady_clock::now();
-  CommRequestPtr r = do_iallreduce(data, count, dtype, op == ReduceOp::mean ? ReduceOp::sum : op);
-  if (op == ReduceOp::mean) {
+  CommRequestPtr r = do_iallreduce(data, count, dtype, divide_here ? ReduceOp::sum : op);
+  if (divide_here) {
     r = std::make_unique<MeanRequest>(std::move(r), [this, data, count, dtype] { do_divide(data, count, dtype, size()); });
   }
   volume_.record_collective("iallreduce", payload(count, dtype), 0, carried_on_device(data));
@@ -209,9 +226,12 @@ CommRequestPtr Communicator::iallreduce_group(std::span<void* const> data, std::
                                               DType dtype, ReduceOp op) {
   D5_CHECK_ARG(data.size() == counts.size(), "iallreduce_group: {} buffers and {} counts", data.size(), counts.size());
   for (int64_t c : counts) check_count(c, "iallreduce_group");
+  check_mean(op, dtype);
+  const bool divide_here =
+      op == ReduceOp::mean && !std::all_of(data.begin(), data.end(), [&](const void* p) { return divides_means(p); });
   const auto t0 = std::chrono::steady_clock::now();
-  CommRequestPtr r = do_iallreduce_group(data, counts, dtype, op == ReduceOp::mean ? ReduceOp::sum : op);
-  if (op == ReduceOp::mean) {
+  CommRequestPtr r = do_iallreduce_group(data, counts, dtype, divide_here ? ReduceOp::sum : op);
+  if (divide_here) {
     // One shared list: vectors captured by value here draw a false -Wfree-nonheap-object from g++ 12.
     auto buffers = std::make_shared<const std::vector<std::pair<void*, int64_t>>>([&] {
       std::vector<std::pair<void*, int64_t>> b;

@@ -19,6 +19,8 @@ bool DeviceAwareCommunicator::reaches(Device d) const { return device_->reaches(
 
 bool DeviceAwareCommunicator::carried_on_device(const void* data) const { return device_->holds(data); }
 
+bool DeviceAwareCommunicator::divides_means(const void* data) const { return device_->holds(data); }
+
 void DeviceAwareCommunicator::host_only(const void* data, const char* call) const {
   D5_CHECK(!device_->holds(data), Unimplemented,
            "{} has no {} path for device memory: stage the tensor through host memory (host_staging.h)", call,

@@ -131,8 +131,9 @@ class Communicator {
 
  protected:
   explicit Communicator(int ranks) : volume_(ranks) {}
-  // The hooks an implementation supplies. Mean is never passed down: the base reduces with sum
-  // and divides, so every implementation agrees on how a mean rounds.
+  // The hooks an implementation supplies. A mean is passed down only where divides_means() says
+  // so; otherwise the base reduces with sum and divides, so every implementation agrees on how a
+  // mean rounds (x / n).
   virtual void do_allreduce(void* data, int64_t count, DType dtype, ReduceOp op) = 0;
   virtual CommRequestPtr do_iallreduce(void* data, int64_t count, DType dtype, ReduceOp op) = 0;
   // The base starts one do_iallreduce per buffer.
@@ -155,6 +156,10 @@ class Communicator {
   // Whether a collective on `data` is carried by a device library from device memory (NCCL); the
   // volume counts those calls apart (CollectiveVolume::device_calls). The base: never.
   virtual bool carried_on_device(const void* data) const;
+  // Whether the implementation takes a mean on `data` itself: the sum, then x / n in the order of
+  // its own work (a GPU stream), so that a nonblocking mean completes without a division after
+  // the wait. The base: never; it passes a sum down and divides with do_divide.
+  virtual bool divides_means(const void* data) const;
 
  private:
   void check_peer(int peer, const char* what) const;

@@ -47,6 +47,7 @@ class DeviceAwareCommunicator final : public Communicator {
   int do_recv_any(void* data, int64_t count, DType dtype, int tag) override;
   void do_divide(void* data, int64_t count, DType dtype, int ranks) override;
   bool carried_on_device(const void* data) const override;
+  bool divides_means(const void* data) const override;
 
  private:
   // Refuses device memory in a call the library lacks: the caller must stage it (host_staging.h).

@@ -26,9 +26,10 @@ class DeviceCollectives {
   // Whether `data` points into such memory.
   virtual bool holds(const void* data) const = 0;
 
-  // As Communicator's, on memory the library holds; op is sum, max or min (a mean is a sum
-  // followed by divide()). A nonblocking call is ordered after the work already queued on the
-  // device and returns at once; its request completes when the library's work has.
+  // As Communicator's, on memory the library holds; op is sum, max, min or mean, whose sum is
+  // divided by the ranks on the device in the library's order (x / n, as the host rounds it)
+  // before the call completes. A nonblocking call is ordered after the work already queued on
+  // the device and returns at once; its request completes when the library's work has.
   virtual void allreduce(void* data, int64_t count, DType dtype, ReduceOp op) = 0;
   virtual CommRequestPtr iallreduce(void* data, int64_t count, DType dtype, ReduceOp op) = 0;
   // Several buffers as one operation (NCCL: one group of calls, launched together), no copies.
@@ -36,7 +37,8 @@ class DeviceCollectives {
                                           ReduceOp op) = 0;
   virtual void broadcast(void* data, int64_t count, DType dtype, int root) = 0;
   virtual CommRequestPtr ibroadcast(void* data, int64_t count, DType dtype, int root) = 0;
-  // data[i] /= ranks on the device (f32, f64), rounded as the host's division rounds.
+  // data[i] /= ranks on the device (f32, f64), rounded as the host's division rounds: the mean
+  // of a group that also holds host buffers, which the communicator divides itself.
   virtual void divide(void* data, int64_t count, DType dtype, int ranks) = 0;
 };
 

@@ -43,13 +43,15 @@ ncclDataType_t nccl_type(DType t) {
   }
 }
 
+// A mean is NCCL's sum, then d5's division on the same stream (ncclAvg would round otherwise).
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return ncclSum;
+    case ReduceOp::sum:
+    case ReduceOp::mean: return ncclSum;
     case ReduceOp::max: return ncclMax;
     case ReduceOp::min: return ncclMin;
-    default: D5_THROW(Internal, "a mean reaches NCCL only as a sum");
   }
+  D5_THROW(Internal, "unknown reduction");
 }
 
 // Completes when the event recorded after the collective has; dropped unwaited, it waits.
@@ -82,6 +84,7 @@ class NcclRequest final : public CommRequest {
 class NcclCollectives final : public DeviceCollectives {
  public:
   NcclCollectives(ncclComm_t comm, int ordinal) : comm_(comm), ordinal_(ordinal) {
+    nccl_check(ncclCommCount(comm_, &ranks_), "ncclCommCount", comm_);
     cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     cuda_check(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     int version = 0;
@@ -128,6 +131,9 @@ class NcclCollectives final : public DeviceCollectives {
       }
     }
     nccl_check(ncclGroupEnd(), "ncclGroupEnd", comm_);
+    if (op == ReduceOp::mean) {
+      for (size_t i = 0; i < data.size(); ++i) enqueue_division(data[i], counts[i], dtype);
+    }
     return completion();
   }
   void broadcast(void* data, int64_t count, DType dtype, int root) override {
@@ -156,6 +162,11 @@ class NcclCollectives final : public DeviceCollectives {
     after_queued_work();
     nccl_check(ncclAllReduce(data, data, static_cast<size_t>(count), nccl_type(dtype), nccl_op(op), comm_, stream_),
                "ncclAllReduce", comm_);
+    if (op == ReduceOp::mean) enqueue_division(data, count, dtype);
+  }
+  // The mean's division after the sum on the collective's stream: done when the call is.
+  void enqueue_division(void* data, int64_t count, DType dtype) {
+    cuda_check(nccl_kernels::divide(data, count, dtype == DType::f64, ranks_, stream_), "the mean's division");
   }
   void enqueue_broadcast(void* data, int64_t count, DType dtype, int root) {
     after_queued_work();
@@ -174,6 +185,7 @@ class NcclCollectives final : public DeviceCollectives {
 
   ncclComm_t comm_;
   int ordinal_;
+  int ranks_ = 1;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr;
   std::string name_;

@@ -3,7 +3,8 @@
 // reduces device memory through the memory's writable alias, with MPI as its wire. The host
 // communicator beside it in a DeviceAwareCommunicator never sees that memory, and any host read
 // of the PROT_NONE address, by d5 or by MPI, ends the rank with SIGSEGV; so a test with it shows
-// which path each call took. It counts its calls.
+// which path each call took. It counts its calls. A mean it is given is the wire's: MPI's sum and
+// the host's division, on the alias.
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -29,15 +30,18 @@ class GuardedMemoryCollectives final : public DeviceCollectives {
   }
   void allreduce(void* data, int64_t count, DType dtype, ReduceOp op) override {
     ++calls;
+    means += op == ReduceOp::mean;
     wire_->allreduce(alias(data, count, dtype), count, dtype, op);
   }
   CommRequestPtr iallreduce(void* data, int64_t count, DType dtype, ReduceOp op) override {
     ++calls;
+    means += op == ReduceOp::mean;
     return wire_->iallreduce(alias(data, count, dtype), count, dtype, op);
   }
   CommRequestPtr iallreduce_group(std::span<void* const> data, std::span<const int64_t> counts, DType dtype,
                                   ReduceOp op) override {
     ++groups;
+    means += op == ReduceOp::mean;
     std::vector<CommRequestPtr> requests;
     for (size_t i = 0; i < data.size(); ++i)
       requests.push_back(wire_->iallreduce(alias(data[i], counts[i], dtype), counts[i], dtype, op));
@@ -58,6 +62,7 @@ class GuardedMemoryCollectives final : public DeviceCollectives {
 
   int calls = 0;
   int groups = 0;  // grouped calls, counted apart from `calls`
+  int means = 0;   // calls given a mean, which the wire divides (on the writable alias)
   int divisions = 0;
 
  private:

@@ -161,8 +161,8 @@ TEST_F(DeviceSchemes, RanksSharingOneGpuTrainThroughHostStaging) {
 }
 
 // The Tensor calls on device memory through a library that reaches it: values as MPI's, nothing
-// staged, the library's calls counted as device calls, and a mean divided on the device (a host
-// division of the PROT_NONE memory would end the rank).
+// staged, the library's calls counted as device calls, and a mean handed to the library whole (a
+// host division of the PROT_NONE memory would end the rank).
 TEST_F(DeviceSchemes, ADeviceLibraryReducesDeviceTensorsWhereTheyLie) {
   auto c = device_aware();
   EXPECT_EQ(c->name(), "guardlib + " + comm->name());
@@ -188,13 +188,26 @@ TEST_F(DeviceSchemes, ADeviceLibraryReducesDeviceTensorsWhereTheyLie) {
   EXPECT_EQ(on_host, (std::vector<double>{n - 1.0, 2.0}));
 
   EXPECT_EQ(library_->calls, 3);
+  EXPECT_EQ(library_->means, 1);
+  EXPECT_EQ(library_->divisions, 0);
+  // A group mixing device and host memory: the communicator takes the mean itself, dividing each
+  // buffer where it lies.
+  Tensor g = host.to(test::guarded_memory_device());
+  std::vector<float> h = {1.0f * me, 2};
+  const std::vector<void*> group = {g.data(), h.data()};
+  const std::vector<int64_t> counts = {5, 2};
+  c->iallreduce_group(group, counts, DType::f32, ReduceOp::mean)->wait();
+  back = g.to(Device::cpu());
+  for (int64_t i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(static_cast<float>(back.get(i)), 5.0f * static_cast<float>(n - 1) + static_cast<float>(i));
+  EXPECT_FLOAT_EQ(h[0], static_cast<float>(n - 1) / 2);
+  EXPECT_EQ(library_->groups, 1);
   EXPECT_EQ(library_->divisions, 1);
   const CommunicationVolume& v = c->volume();
   EXPECT_EQ(v.staging().copies_to_host + v.staging().copies_from_host, 0);
   EXPECT_EQ(v.collectives().at("allreduce").calls, 2);
   EXPECT_EQ(v.collectives().at("allreduce").device_calls, 1);
   EXPECT_EQ(v.collectives().at("allreduce").device_bytes, 20);
-  EXPECT_EQ(v.collectives().at("iallreduce").device_calls, 1);
+  EXPECT_EQ(v.collectives().at("iallreduce").device_calls, 2);
   EXPECT_EQ(v.collectives().at("broadcast").device_bytes, 20);
   EXPECT_EQ(v.to_json()["collectives"]["allreduce"]["device_calls"], 1);
 }
