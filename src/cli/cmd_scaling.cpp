@@ -132,6 +132,11 @@ nlohmann::json collective_bandwidth(const CaseResult& train, int ranks) {
   return out;
 }
 
+// The communicator a run's ranks used ("mpi", "NCCL 2.28.9 + mpi"), from d5 train's params.
+std::string communicator_of(const CaseResult& train) {
+  return train.params.value("dist", nlohmann::json::object()).value("communicator", "");
+}
+
 std::string gigabytes_per_second(const nlohmann::json& bandwidth, const char* key) {
   if (bandwidth.is_null() || bandwidth[key].is_null()) return "-";
   return fmt::format("{:.3f}", bandwidth[key].get<double>() / 1e9);
@@ -176,7 +181,7 @@ int run_scaling(const ScalingOpts& o, const GlobalOptions& g) {
   Results res;
   const Point& base = points.front();
   std::ostringstream console, csv;
-  const std::string communicator = base.train.params.value("dist", nlohmann::json::object()).value("communicator", "");
+  const std::string communicator = communicator_of(base.train);
   console << fmt::format("{} scaling, --dist {}, {} batch {}, communicator {}\n", o.mode, o.dist,
                          o.mode == "strong" ? "global" : "per-rank", o.batch, communicator);
   console << fmt::format("{:>6} {:>10} {:>12} {:>9} {:>11} {:>16} {:>11} {:>12} {:>11} {:>11}\n", "ranks",
@@ -212,7 +217,7 @@ int run_scaling(const ScalingOpts& o, const GlobalOptions& g) {
     c.backend = p.train.backend;
     c.params = {{"mode", o.mode}, {"ranks", p.ranks}, {"per_rank_batch", p.per_rank_batch},
                 {"global_batch", p.per_rank_batch * p.ranks}, {"dist", o.dist}, {"scaling", o.mode},
-                {"communicator", p.train.params.value("dist", nlohmann::json::object()).value("communicator", "")}};
+                {"communicator", communicator_of(p.train)}};
     c.metrics = p.train.metrics;  // rank 0's step_time, throughput, ... with their statistics
     c.extra = {{"time_s", p.time_s}, {"speedup", speedup}, {"efficiency", efficiency},
                {"bytes_per_rank_per_step", bytes}, {"bytes_per_rank", bytes_per_rank(p.train)},

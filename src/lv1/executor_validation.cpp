@@ -263,6 +263,9 @@ ForwardCheckResult judge_unsettled(GraphExecutor& ex, const TensorMap& feeds, co
   if (crossings.count == 0) return result;
   const std::string why = crossings.describe();
   result.extra["kink_crossings"] = why;
+  // Every crossing tensor, where the message names five.
+  for (const auto& [tensor, n] : crossings.tensors)
+    result.extra["kink_crossing_tensors"].push_back({{"tensor", tensor}, {"elements", n}});
   const std::vector<std::string> unexplained = unexplained_by(ex.network(), crossings, mismatched_gradients);
   if (unexplained.empty()) {
     result.state = CaseState::Mistrusted;

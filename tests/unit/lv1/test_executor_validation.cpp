@@ -131,6 +131,7 @@ TEST(ExecutorValidation, AWrongGradientNoCrossingReachesStaysFailed) {
             std::string::npos)
       << r.detail;
   EXPECT_EQ(r.extra["kink_unexplained"], nlohmann::json::array({"W2@grad"}));
+  EXPECT_EQ(r.extra["kink_crossing_tensors"], (nlohmann::json::array({{{"tensor", "h"}, {"elements", 1}}})));
 }
 
 // ReLU6, Clip(0, 6), switches its gradient at 6 too (MobileNetV2's activation): an element within
