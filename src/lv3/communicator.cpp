@@ -141,15 +141,11 @@ bool Communicator::carried_on_device(const void*) const { return false; }
 
 bool Communicator::divides_means(const void*) const { return false; }
 
-namespace {
-
-// A mean of integers is refused before any rank starts the sum.
+// Called before any rank starts the sum, so that all refuse alike.
 void check_mean(ReduceOp op, DType dtype) {
   D5_CHECK_ARG(op != ReduceOp::mean || dtype == DType::f32 || dtype == DType::f64,
                "a mean reduction needs f32 or f64 data, not {}", to_string(dtype));
 }
-
-}  // namespace
 
 void Communicator::allreduce(Tensor& t, ReduceOp op) {
   if (reaches(t.device())) return allreduce(t.data(), t.numel(), t.dtype(), op);

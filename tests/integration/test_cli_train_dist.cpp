@@ -194,8 +194,8 @@ TEST_F(CliTrainDist, AnotherSchemesOptionIsRefused) {
 
 // --comm: host tensors go through MPI under auto, and the result says which communicator ran and
 // why; --comm nccl is refused alike on every rank when NCCL cannot serve them, naming why (this
-// machine's case: no NCCL in the build, no GPU, or the ranks sharing its one GPU); --comm without
-// --dist is refused.
+// machine's case: no NCCL in the build, no GPU, or the ranks sharing its one GPU), and taken on a
+// node whose ranks get a GPU each; --comm without --dist is refused.
 TEST_F(CliTrainDist, TheCommunicatorChoiceIsRecordedAndNcclIsRefusedWithItsReason) {
   auto r = mpirun(2, train_args(8, 2, {"--dist", "dsgd", "--format", "json", "-o", path("c.json")}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -205,8 +205,13 @@ TEST_F(CliTrainDist, TheCommunicatorChoiceIsRecordedAndNcclIsRefusedWithItsReaso
   EXPECT_EQ(dist["communicator_choice"], "the executor's tensors are in host memory");
   EXPECT_EQ(j["cases"][0]["extra"]["distributed"]["ranks"][0]["volume"]["collectives"]["allreduce"]["device_calls"], 0);
 
-  r = mpirun(2, train_args(8, 2, {"--dist", "dsgd", "--comm", "nccl"}));
-  if (r.err.find("built without NCCL") != std::string::npos) {
+  r = mpirun(2, train_args(8, 2, {"--dist", "dsgd", "--comm", "nccl", "--format", "json", "-o", path("n.json")}));
+  if (r.exit_code == 0) {
+    // A node of several GPUs: d5 binds each rank to its own, and NCCL serves them.
+    const auto n = nlohmann::json::parse(read_file(path("n.json")));
+    EXPECT_EQ(n["cases"][0]["params"]["dist"]["communicator"].get<std::string>().rfind("NCCL ", 0), 0u);
+    EXPECT_EQ(n["cases"][0]["params"]["dist"]["communicator_choice"], "--comm nccl");
+  } else if (r.err.find("built without NCCL") != std::string::npos) {
     EXPECT_EQ(r.exit_code, 6) << r.err;
   } else {
     EXPECT_EQ(r.exit_code, 3) << r.err;

@@ -173,5 +173,7 @@ class Communicator {
 
 // Divides count elements of dtype by `ranks` in place (the mean after a sum).
 void divide_in_place(void* data, int64_t count, DType dtype, int ranks);
+// Refuses (InvalidArgument) a mean of anything but f32 or f64.
+void check_mean(ReduceOp op, DType dtype);
 
 }  // namespace d5

@@ -120,11 +120,14 @@ class NcclCollectives final : public DeviceCollectives {
   }
   CommRequestPtr iallreduce_group(std::span<void* const> data, std::span<const int64_t> counts, DType dtype,
                                   ReduceOp op) override {
+    // Both may refuse, which must happen before the group is opened.
+    const ncclDataType_t type = nccl_type(dtype);
+    const ncclRedOp_t reduction = nccl_op(op);
     after_queued_work();
     nccl_check(ncclGroupStart(), "ncclGroupStart");
     for (size_t i = 0; i < data.size(); ++i) {
-      const ncclResult_t r = ncclAllReduce(data[i], data[i], static_cast<size_t>(counts[i]), nccl_type(dtype),
-                                           nccl_op(op), comm_, stream_);
+      const ncclResult_t r =
+          ncclAllReduce(data[i], data[i], static_cast<size_t>(counts[i]), type, reduction, comm_, stream_);
       if (r != ncclSuccess) {
         ncclGroupEnd();
         nccl_check(r, "ncclAllReduce (grouped)", comm_);
@@ -145,8 +148,7 @@ class NcclCollectives final : public DeviceCollectives {
     return completion();
   }
   void divide(void* data, int64_t count, DType dtype, int ranks) override {
-    D5_CHECK(dtype == DType::f32 || dtype == DType::f64, InvalidArgument,
-             "a mean reduction needs f32 or f64 data, not {}", to_string(dtype));
+    check_mean(ReduceOp::mean, dtype);
     after_queued_work();
     cuda_check(nccl_kernels::divide(data, count, dtype == DType::f64, ranks, stream_), "the mean's division");
     finish();
@@ -191,7 +193,8 @@ class NcclCollectives final : public DeviceCollectives {
   std::string name_;
 };
 
-// This rank's GPU as "GPU-xxxxxxxx-xxxx-..." (nvidia-smi's form), "" without one.
+// This rank's GPU as nvidia-smi names it: "GPU-" and its 16 UUID bytes in hex, grouped 8-4-4-4-12
+// (e.g. "GPU-5a3c0f2e-1b7d-4c9a-8e6f-0123456789ab"); "" on a rank without a CUDA device.
 std::string current_gpu_uuid(int* ordinal) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {

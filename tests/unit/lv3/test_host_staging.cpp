@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "../test_memory_device.h"
+#include "one_rank_communicator.h"
 #include "deep500/core/error.h"
 #include "deep500/core/tensor.h"
 #include "deep500/dist/communicator.h"
@@ -41,29 +42,16 @@ class LoopbackRequest : public CommRequest {
   bool completed_ = false;
 };
 
-// One rank: the collectives leave the buffer as it is, except the nonblocking allreduce above.
-class Loopback final : public Communicator {
+// One rank whose nonblocking allreduce is the request above; every other call is OneRank's.
+class Loopback final : public test::OneRank {
  public:
-  Loopback() : Communicator(1) {}
   std::string name() const override { return "loopback"; }
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
   int64_t live_bytes_at_completion = -1;
 
  protected:
-  void do_allreduce(void*, int64_t, DType, ReduceOp) override {}
   CommRequestPtr do_iallreduce(void* data, int64_t count, DType, ReduceOp) override {
     return std::make_unique<LoopbackRequest>(static_cast<float*>(data), count, &live_bytes_at_completion);
   }
-  void do_broadcast(void*, int64_t, DType, int) override {}
-  CommRequestPtr do_ibroadcast(void*, int64_t, DType, int) override { return nullptr; }
-  void do_gatherv(const void*, int64_t, DType, void*, const std::vector<int64_t>&, int) override {}
-  void do_allgatherv(const void*, int64_t, DType, void*, const std::vector<int64_t>&) override {}
-  void do_scatter(const void*, int64_t, DType, void*, int) override {}
-  void do_barrier() override {}
-  CommRequestPtr do_isend(const void*, int64_t, DType, int, int) override { return nullptr; }
-  CommRequestPtr do_irecv(void*, int64_t, DType, int, int) override { return nullptr; }
-  int do_recv_any(void*, int64_t, DType, int) override { return 0; }
 };
 
 Tensor on_test_device(std::initializer_list<float> values) {

@@ -11,37 +11,10 @@
 #include "deep500/core/tensor.h"
 #include "deep500/dist/device_aware_communicator.h"
 #include "deep500/dist/nccl.h"
+#include "one_rank_communicator.h"
 
 namespace d5 {
 namespace {
-
-// One rank: every collective leaves the data where it is; a gather copies.
-class OneRank final : public Communicator {
- public:
-  OneRank() : Communicator(1) {}
-  std::string name() const override { return "one rank"; }
-  int rank() const override { return 0; }
-  int size() const override { return 1; }
-
- protected:
-  void do_allreduce(void*, int64_t, DType, ReduceOp) override {}
-  CommRequestPtr do_iallreduce(void*, int64_t, DType, ReduceOp) override { return nullptr; }
-  void do_broadcast(void*, int64_t, DType, int) override {}
-  CommRequestPtr do_ibroadcast(void*, int64_t, DType, int) override { return nullptr; }
-  void do_gatherv(const void* send, int64_t count, DType dtype, void* recv, const std::vector<int64_t>&, int) override {
-    std::memcpy(recv, send, static_cast<size_t>(count) * dtype_size(dtype));
-  }
-  void do_allgatherv(const void* send, int64_t count, DType dtype, void* recv, const std::vector<int64_t>&) override {
-    std::memcpy(recv, send, static_cast<size_t>(count) * dtype_size(dtype));
-  }
-  void do_scatter(const void* send, int64_t count, DType dtype, void* recv, int) override {
-    std::memcpy(recv, send, static_cast<size_t>(count) * dtype_size(dtype));
-  }
-  void do_barrier() override {}
-  CommRequestPtr do_isend(const void*, int64_t, DType, int, int) override { return nullptr; }
-  CommRequestPtr do_irecv(void*, int64_t, DType, int, int) override { return nullptr; }
-  int do_recv_any(void*, int64_t, DType, int) override { return 0; }
-};
 
 #define D5_REQUIRE_NCCL()                                                              \
   do {                                                                                 \
@@ -63,7 +36,7 @@ std::vector<float> read(const Tensor& t) {
 
 TEST(NcclOnGpu, EveryCollectiveOfOneRankRunsOnDeviceMemory) {
   D5_REQUIRE_NCCL();
-  auto self = std::make_shared<OneRank>();
+  auto self = std::make_shared<test::OneRank>();
   DeviceAwareCommunicator c(self, make_nccl_collectives(*self));
   EXPECT_EQ(c.name().rfind("NCCL 2.", 0), 0u) << c.name();
   EXPECT_TRUE(c.reaches(Device::cuda(0)));
@@ -94,7 +67,7 @@ TEST(NcclOnGpu, EveryCollectiveOfOneRankRunsOnDeviceMemory) {
 
 TEST(NcclOnGpu, TheMeansDivisionRoundsAsTheHosts) {
   D5_REQUIRE_NCCL();
-  auto self = std::make_shared<OneRank>();
+  auto self = std::make_shared<test::OneRank>();
   auto nccl = make_nccl_collectives(*self);
   std::vector<float> values;
   for (int i = 0; i < 10000; ++i) values.push_back(static_cast<float>(i) * 0.731f - 17.3f);
