@@ -151,7 +151,12 @@ struct KinkCrossings {
 // legitimately land on different sides (ResNet-20 at batch 8: one element of one Relu input, 4e-6
 // from 0, made a weight gradient differ by 1e-3 of its largest element while both executors matched
 // an f64 run to 4e-6 in the forward pass).
-KinkCrossings kink_crossings(GraphExecutor& ex, const TensorMap& feeds, GraphExecutor& reference) {
+// The sides are read from training steps, the pass whose gradients were compared: an executor's
+// inference may compute the same tensors otherwise (LibTorch's forward under autograd
+// differed from its inference by up to 1e-4 in MobileNetV2's last block, enough to put an element
+// 8e-6 from ReLU6's 0 on the other side in one pass only).
+KinkCrossings kink_crossings(GraphExecutor& ex, const TensorMap& feeds, const std::string& loss,
+                             GraphExecutor& reference) {
   const std::vector<Kink> kinks = kinks_of(ex.network());
   KinkCrossings crossings;
   if (kinks.empty()) return crossings;
@@ -167,8 +172,8 @@ KinkCrossings kink_crossings(GraphExecutor& ex, const TensorMap& feeds, GraphExe
       added.emplace_back(net, k.tensor);
     }
   try {
-    const TensorMap r = reference.inference(feeds);
-    const TensorMap a = ex.inference(feeds);
+    const TensorMap r = reference.inference_and_backprop(feeds, loss);
+    const TensorMap a = ex.inference_and_backprop(feeds, loss);
     for (const auto& k : kinks) {
       auto ia = a.find(k.tensor), ir = r.find(k.tensor);
       if (ia == a.end() || ir == r.end() || ia->second.numel() != ir->second.numel()) continue;
@@ -259,7 +264,7 @@ ForwardCheckResult judge_unsettled(GraphExecutor& ex, const TensorMap& feeds, co
       if (c->index >= forward_entries) mismatched_gradients.push_back(c->name);
   }
   if (loss.empty() || !outputs_agree) return result;  // outputs that disagree stay FAILED whatever the kinks
-  const KinkCrossings crossings = kink_crossings(ex, feeds, reference);
+  const KinkCrossings crossings = kink_crossings(ex, feeds, loss, reference);
   if (crossings.count == 0) return result;
   const std::string why = crossings.describe();
   result.extra["kink_crossings"] = why;

@@ -134,6 +134,38 @@ TEST(ExecutorValidation, AWrongGradientNoCrossingReachesStaysFailed) {
   EXPECT_EQ(r.extra["kink_crossing_tensors"], (nlohmann::json::array({{{"tensor", "h"}, {"elements", 1}}})));
 }
 
+// An executor whose training step computes the first pre-activation otherwise than its inference
+// does (LibTorch under autograd picks other kernels): h[0, 0] is +1e-6 in its inference, as in
+// the reference, and -1e-6 in the step whose gradients are compared.
+class OtherForwardWhenTraining : public ReferenceExecutor {
+ public:
+  using ReferenceExecutor::ReferenceExecutor;
+  TensorMap inference_and_backprop(const TensorMap& feeds, const std::string& loss) override {
+    test::set_first_preactivation(network(), feeds, -1e-6);
+    TensorMap out = ReferenceExecutor::inference_and_backprop(feeds, loss);
+    test::set_first_preactivation(network(), feeds, 1e-6);
+    return out;
+  }
+};
+
+// The crossing lies in the training step, where the gradients come from: the kink check reads
+// the sides there, so the case is MISTRUSTED. Read from inference passes, which agree, it found
+// no crossing and the case was FAILED.
+TEST(ExecutorValidation, KinkSidesAreReadFromTheTrainingStep) {
+  register_builtin_operators();
+  Network ref_net = test::mlp(1, 4, 3, 2);
+  Network ex_net = test::mlp(1, 4, 3, 2);
+  const auto feeds = test::feeds_for(ref_net, 2);
+  test::set_first_preactivation(ref_net, feeds, 1e-6);
+  test::set_first_preactivation(ex_net, feeds, 1e-6);
+  ReferenceExecutor ref(ref_net);
+  OtherForwardWhenTraining ex(ex_net);
+  const auto r = test_executor_backprop(ex, feeds, "loss_value", ref);
+  EXPECT_EQ(r.state, CaseState::Mistrusted) << r.detail;
+  EXPECT_EQ(r.extra["kink_crossing_tensors"], (nlohmann::json::array({{{"tensor", "h"}, {"elements", 1}}})));
+  EXPECT_EQ(ex_net.outputs(), std::vector<std::string>{"logits"});
+}
+
 // ReLU6, Clip(0, 6), switches its gradient at 6 too (MobileNetV2's activation): an element within
 // rounding of 6, on different sides in the two executors, is a kink crossing as well.
 TEST(ExecutorValidation, AClipInputAcrossItsUpperBoundIsAKinkCrossingToo) {
