@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "deep500/core/error.h"
+#include "deep500/dist/cuda_aware_mpi.h"
 #include "deep500/dist/device_aware_communicator.h"
 #include "deep500/dist/distributed_metrics.h"
 #include "deep500/dist/mpi_world.h"
@@ -45,10 +46,11 @@ void add_dist_options(CLI::App& cmd, DistOptions& o) {
                  "$D5_WATCHDOG_TIMEOUT; 0: no watchdog)")
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--comm", o.comm,
-                 "How ranks communicate tensors on a GPU: auto (NCCL where the executor's tensors are on a GPU, "
-                 "this d5 has NCCL and every rank has a GPU of its own; else MPI), mpi (through host memory), "
-                 "nccl (required; docs/communicator.md#nccl)")
-      ->check(CLI::IsMember({"auto", "mpi", "nccl"}))
+                 "How ranks communicate tensors on a GPU: auto (where the executor's tensors are on a GPU: NCCL when "
+                 "this d5 has it and every rank has a GPU of its own, else a CUDA-aware MPI when the MPI library says "
+                 "it is one, else MPI through host memory), mpi (through host memory), nccl or cuda-mpi (required; "
+                 "docs/communicator.md#nccl, #cuda-aware-mpi)")
+      ->check(CLI::IsMember({"auto", "mpi", "nccl", "cuda-mpi"}))
       ->default_val("auto");
 }
 
@@ -79,17 +81,31 @@ std::shared_ptr<Communicator> communicator_for_tensors(std::shared_ptr<Communica
     o.comm_choice = o.comm == "mpi" ? "--comm mpi" : "the executor's tensors are in host memory";
     return world;
   }
-  std::unique_ptr<DeviceCollectives> nccl;
-  try {
-    nccl = make_nccl_collectives(*world);
-  } catch (const Unimplemented& e) {
-    // NotBuilt, no GPU, or ranks sharing one: every rank refuses alike, so all fall back together.
-    if (o.comm == "nccl") throw;
-    o.comm_choice = fmt::format("GPU tensors staged through host memory for MPI: {}", e.what());
+  // Each library refuses alike on every rank (NotBuilt, no GPU, ranks sharing one, an MPI that is
+  // not CUDA-aware), so all ranks take the same path.
+  std::vector<std::string> refusals;
+  auto attempt = [&](const std::string& flag, auto make) -> std::unique_ptr<DeviceCollectives> {
+    if (o.comm != "auto" && o.comm != flag) return nullptr;
+    try {
+      return make(*world);
+    } catch (const Unimplemented& e) {
+      if (o.comm == flag) throw;
+      refusals.emplace_back(e.what());
+      return nullptr;
+    }
+  };
+  std::unique_ptr<DeviceCollectives> device = attempt("nccl", make_nccl_collectives);
+  if (device) {
+    o.comm_choice = o.comm == "nccl" ? "--comm nccl" : "the executor's tensors are on a GPU of each rank's own";
+  } else if ((device = attempt("cuda-mpi", make_cuda_aware_mpi_collectives))) {
+    o.comm_choice = o.comm == "cuda-mpi" ? "--comm cuda-mpi"
+                                         : fmt::format("the executor's tensors are on a GPU and the MPI library is "
+                                                       "CUDA-aware ({})", mpi_cuda_support().says);
+  } else {
+    o.comm_choice = fmt::format("GPU tensors staged through host memory for MPI: {}", fmt::join(refusals, "; "));
     return world;
   }
-  o.comm_choice = o.comm == "nccl" ? "--comm nccl" : "the executor's tensors are on a GPU of each rank's own";
-  return std::make_shared<DeviceAwareCommunicator>(std::move(world), std::move(nccl));
+  return std::make_shared<DeviceAwareCommunicator>(std::move(world), std::move(device));
 }
 
 void add_distributed_results(Communicator& comm, const DistOptions& o, const DistributedOptimizer& optimizer,

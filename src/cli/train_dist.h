@@ -16,7 +16,7 @@ struct DistOptions {
   std::string scheme;      // empty (the default): not distributed
   SchemeSettings given;    // the scheme options given on the command line; the rest default
   double timeout_s = -1;   // the watchdog's; -1: $D5_WATCHDOG_TIMEOUT or the default
-  std::string comm = "auto";  // for GPU tensors: auto, mpi (host staging) or nccl
+  std::string comm = "auto";  // for GPU tensors: auto, mpi (host staging), nccl or cuda-mpi
   std::string comm_choice;    // what was chosen for this run, and why
 };
 
@@ -26,9 +26,10 @@ void add_dist_options(CLI::App& cmd, DistOptions& o);
 // plain run. InvalidArgument for several ranks without --dist, Unimplemented without MPI.
 std::shared_ptr<Communicator> dist_communicator(const DistOptions& o);
 
-// The communicator the scheme gets: MPI's world as it is, or with NCCL for tensors on this rank's
-// GPU (--comm nccl, or auto when the executor's tensors are on a GPU and NCCL can serve the
-// ranks); records the choice and its reason in o.comm_choice. Collective.
+// The communicator the scheme gets: MPI's world as it is, or with a device library for tensors on
+// this rank's GPU: NCCL (--comm nccl, or auto when NCCL can serve the ranks), else a CUDA-aware
+// MPI (--comm cuda-mpi, or auto when the MPI library says it is one and every rank has a GPU);
+// records the choice and its reason in o.comm_choice. Collective.
 std::shared_ptr<Communicator> communicator_for_tensors(std::shared_ptr<Communicator> world, DistOptions& o,
                                                        bool gpu_tensors);
 

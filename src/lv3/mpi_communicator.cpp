@@ -10,38 +10,17 @@
 
 #include "deep500/core/error.h"
 #include "deep500/dist/mpi_world.h"
+#include "mpi_calls.h"
 #include "mpi_watchdog.h"
 
 namespace d5 {
 
 namespace {
 
-MPI_Datatype mpi_type(DType t) {
-  switch (t) {
-    case DType::f32: return MPI_FLOAT;
-    case DType::f64: return MPI_DOUBLE;
-    case DType::i32: return MPI_INT32_T;
-    case DType::i64: return MPI_INT64_T;
-    case DType::u8: return MPI_UINT8_T;
-    default: D5_THROW(InvalidArgument, "the MPI communicator carries f32, f64, i32, i64 and u8, not {}", to_string(t));
-  }
-}
-
-MPI_Op mpi_op(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum: return MPI_SUM;
-    case ReduceOp::max: return MPI_MAX;
-    case ReduceOp::min: return MPI_MIN;
-    case ReduceOp::mean: break;
-  }
-  D5_THROW(Internal, "mean reaches MPI only as a sum");
-}
-
-int mpi_count(int64_t count) {
-  D5_CHECK_ARG(count <= std::numeric_limits<int>::max(),
-               "{} elements exceed MPI's int count; split the buffer", count);
-  return static_cast<int>(count);
-}
+using mpi_calls::check;
+using mpi_calls::mpi_count;
+using mpi_calls::mpi_op;
+using mpi_calls::mpi_type;
 
 std::vector<int> int_counts(const std::vector<int64_t>& counts) {
   std::vector<int> out;
@@ -53,17 +32,6 @@ std::vector<int> displacements(const std::vector<int>& counts) {
   std::vector<int> d(counts.size(), 0);
   for (size_t i = 1; i < counts.size(); ++i) d[i] = d[i - 1] + counts[i - 1];
   return d;
-}
-
-// MPI_ERRORS_RETURN is set on the world communicator: a failed call returns here and becomes an
-// IoError naming the call, instead of MPI aborting without saying which rank saw what.
-void check(int rc, const char* call, int rank) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING] = {};
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  D5_THROW(IoError, "rank {}: {} failed: {} (a peer may have exited; see its output)", rank, call,
-           std::string(text, static_cast<size_t>(len)));
 }
 
 class MpiRequest : public CommRequest {

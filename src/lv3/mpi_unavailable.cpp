@@ -1,5 +1,6 @@
 // mpi_world() in a build without MPI (include/deep500/dist/mpi_world.h).
 #include "deep500/core/error.h"
+#include "deep500/dist/cuda_aware_mpi.h"
 #include "deep500/dist/mpi_world.h"
 
 namespace d5 {
@@ -16,5 +17,7 @@ std::shared_ptr<Communicator> mpi_world() {
   D5_THROW(NotBuilt, "this d5 was built without MPI; install libopenmpi-dev and openmpi-bin (or MPICH) and "
            "rebuild with -DD5_WITH_MPI=ON");
 }
+
+MpiCudaSupport mpi_cuda_support() { return {false, "this d5 was built without MPI"}; }
 
 }  // namespace d5

@@ -196,7 +196,7 @@ TEST_F(CliTrainDist, AnotherSchemesOptionIsRefused) {
 // why; --comm nccl is refused alike on every rank when NCCL cannot serve them, naming why (this
 // machine's case: no NCCL in the build, no GPU, or the ranks sharing its one GPU), and taken on a
 // node whose ranks get a GPU each; --comm without --dist is refused.
-TEST_F(CliTrainDist, TheCommunicatorChoiceIsRecordedAndNcclIsRefusedWithItsReason) {
+TEST_F(CliTrainDist, TheCommunicatorChoiceIsRecordedAndDeviceLibrariesAreRefusedWithTheirReasons) {
   auto r = mpirun(2, train_args(8, 2, {"--dist", "dsgd", "--format", "json", "-o", path("c.json")}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(read_file(path("c.json")));
@@ -218,6 +218,22 @@ TEST_F(CliTrainDist, TheCommunicatorChoiceIsRecordedAndNcclIsRefusedWithItsReaso
     EXPECT_NE(r.err.find("rank 0 error: NCCL cannot serve these ranks: "), std::string::npos) << r.err;
     const bool gpu = r.err.find("share GPU GPU-") != std::string::npos;
     EXPECT_TRUE(gpu || r.err.find("no CUDA device on rank(s) 0, 1") != std::string::npos) << r.err;
+  }
+
+  // A CUDA-aware MPI only where the library says it is one (CI's Open MPI is built without CUDA).
+  r = mpirun(2, train_args(8, 2, {"--dist", "dsgd", "--comm", "cuda-mpi", "--format", "json", "-o", path("m.json")}));
+  if (r.exit_code == 0) {
+    const auto m = nlohmann::json::parse(read_file(path("m.json")));
+    EXPECT_EQ(m["cases"][0]["params"]["dist"]["communicator"], "CUDA-aware MPI + mpi");
+    EXPECT_EQ(m["cases"][0]["params"]["dist"]["communicator_choice"], "--comm cuda-mpi");
+  } else if (r.err.find("needs both MPI and the CUDA backend") != std::string::npos) {
+    EXPECT_EQ(r.exit_code, 6) << r.err;
+  } else {
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_NE(r.err.find("rank 0 error: a CUDA-aware MPI cannot serve these ranks: "), std::string::npos) << r.err;
+    const bool refused_for_mpi = r.err.find("the MPI library is not CUDA-aware on rank(s) 0, 1 (") != std::string::npos;
+    const bool refused_for_gpu = r.err.find("no CUDA device on rank(s) 0, 1") != std::string::npos;
+    EXPECT_TRUE(refused_for_mpi || refused_for_gpu) << r.err;
   }
 
   r = run_d5(train_args(8, 2, {"--comm", "mpi"}));

@@ -15,7 +15,8 @@
 
 #include "deep500/core/error.h"
 #include "deep500/dist/nccl.h"
-#include "divide_kernels.h"
+#include "../cuda/device_memory.h"
+#include "../cuda/divide_kernels.h"
 
 namespace d5 {
 
@@ -100,15 +101,7 @@ class NcclCollectives final : public DeviceCollectives {
 
   std::string name() const override { return name_; }
   bool reaches(Device d) const override { return d.kind == DeviceKind::cuda && d.index == ordinal_; }
-  bool holds(const void* data) const override {
-    if (data == nullptr) return false;
-    cudaPointerAttributes a{};
-    if (cudaPointerGetAttributes(&a, data) != cudaSuccess) {
-      cudaGetLastError();  // an unknown host pointer is an answer, not an error to keep
-      return false;
-    }
-    return (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) && a.device == ordinal_;
-  }
+  bool holds(const void* data) const override { return cuda_dist::holds_device_memory(data, ordinal_); }
 
   void allreduce(void* data, int64_t count, DType dtype, ReduceOp op) override {
     enqueue_allreduce(data, count, dtype, op);
@@ -150,7 +143,7 @@ class NcclCollectives final : public DeviceCollectives {
   void divide(void* data, int64_t count, DType dtype, int ranks) override {
     check_mean(ReduceOp::mean, dtype);
     after_queued_work();
-    cuda_check(nccl_kernels::divide(data, count, dtype == DType::f64, ranks, stream_), "the mean's division");
+    cuda_check(cuda_dist::divide(data, count, dtype == DType::f64, ranks, stream_), "the mean's division");
     finish();
   }
 
@@ -168,7 +161,7 @@ class NcclCollectives final : public DeviceCollectives {
   }
   // The mean's division after the sum on the collective's stream: done when the call is.
   void enqueue_division(void* data, int64_t count, DType dtype) {
-    cuda_check(nccl_kernels::divide(data, count, dtype == DType::f64, ranks_, stream_), "the mean's division");
+    cuda_check(cuda_dist::divide(data, count, dtype == DType::f64, ranks_, stream_), "the mean's division");
   }
   void enqueue_broadcast(void* data, int64_t count, DType dtype, int root) {
     after_queued_work();
@@ -193,25 +186,6 @@ class NcclCollectives final : public DeviceCollectives {
   std::string name_;
 };
 
-// This rank's GPU as nvidia-smi names it: "GPU-" and its 16 UUID bytes in hex, grouped 8-4-4-4-12
-// (e.g. "GPU-5a3c0f2e-1b7d-4c9a-8e6f-0123456789ab"); "" on a rank without a CUDA device.
-std::string current_gpu_uuid(int* ordinal) {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-    cudaGetLastError();
-    return "";
-  }
-  cuda_check(cudaGetDevice(ordinal), "cudaGetDevice");
-  cudaDeviceProp p{};
-  cuda_check(cudaGetDeviceProperties(&p, *ordinal), "cudaGetDeviceProperties");
-  std::string hex;
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) hex += '-';
-    hex += fmt::format("{:02x}", static_cast<unsigned char>(p.uuid.bytes[i]));
-  }
-  return "GPU-" + hex;
-}
-
 }  // namespace
 
 std::string nccl_build_version() { return fmt::format("{}.{}.{}", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH); }
@@ -222,7 +196,7 @@ std::unique_ptr<DeviceCollectives> make_nccl_collectives(Communicator& host) {
   int ordinal = 0;
   constexpr int64_t kIdBytes = 48;
   std::array<char, kIdBytes> mine{};
-  const std::string uuid = current_gpu_uuid(&ordinal);
+  const std::string uuid = cuda_dist::current_gpu_uuid(&ordinal);
   std::memcpy(mine.data(), uuid.data(), std::min<size_t>(uuid.size(), kIdBytes - 1));
   std::vector<char> all(static_cast<size_t>(kIdBytes * host.size()));
   host.allgather(mine.data(), kIdBytes, DType::u8, all.data());

@@ -1,7 +1,7 @@
 // The mean's division on the GPU (divide_kernels.h).
 #include "divide_kernels.h"
 
-namespace d5::nccl_kernels {
+namespace d5::cuda_dist {
 
 namespace {
 
@@ -28,4 +28,4 @@ cudaError_t divide(void* data, int64_t count, bool f64, int ranks, cudaStream_t 
   return cudaGetLastError();
 }
 
-}  // namespace d5::nccl_kernels
+}  // namespace d5::cuda_dist
