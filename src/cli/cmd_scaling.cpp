@@ -150,6 +150,14 @@ int run_scaling(const ScalingOpts& o, const GlobalOptions& g) {
   }
   const fs::path dir = fs::temp_directory_path() / fmt::format("d5-scaling-{}", getpid());
   fs::create_directories(dir);
+  // Removed however this function ends: a failed run's output is quoted in the error instead.
+  struct RemovedAtExit {
+    fs::path dir;
+    ~RemovedAtExit() {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+  } const scratch{dir};
   const std::string d5 = self_exe();
   std::vector<Point> points;
   for (int n : rank_counts) {
@@ -176,7 +184,6 @@ int run_scaling(const ScalingOpts& o, const GlobalOptions& g) {
     p.time_s = p.train.extra.value("training_time_s", 0.0);
     points.push_back(std::move(p));
   }
-  fs::remove_all(dir);
 
   Results res;
   const Point& base = points.front();

@@ -288,10 +288,22 @@ TEST_F(CliTrainDist, ScalingLaunchesEveryRankCountAndComputesEfficiency) {
   EXPECT_TRUE(two["extra"]["collective_bandwidth"]["busbw"].is_null());
   // Strong scaling refuses a batch the ranks do not divide.
   // (--ranks last before "--": the train options still reach the runs.)
+  // Its scratch folder (the runs' results and output) is removed when it fails after a run, too.
+  const std::string scratch = path("tmp");
+  std::filesystem::create_directories(scratch);
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string saved = tmpdir ? tmpdir : "";
+  setenv("TMPDIR", scratch.c_str(), 1);
   const auto bad = run_d5({"scaling", "--batch", "8", "--ranks", "1,3", "--", "--model", "mlp", "--dataset",
                            "synthetic", "--steps", "1"});
+  if (tmpdir) {
+    setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
+  }
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("3 ranks do not divide it"), std::string::npos) << bad.err;
+  EXPECT_TRUE(std::filesystem::is_empty(scratch)) << std::filesystem::directory_iterator(scratch)->path();
 }
 
 // Blocking allreduces (--no-overlap) have a time, and so nccl-tests' bandwidths: algbw = bytes /
