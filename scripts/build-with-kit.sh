@@ -14,10 +14,10 @@
 #                    that PyTorch, so that both load the same library; else the CUDA toolkit's)
 #
 # Writes BUILD_DIR/kit-env.sh, which puts the PyTorch wheel's CUDA libraries, the kit's that the
-# host lacks (BUILD_DIR/kit-lib), LibTorch's and cuDNN's on the library path: source it before
-# running what was built. Refuses, with the reason, a LibTorch
-# built with the pre-C++11 string ABI (PyTorch wheels before 2.7), which cannot be linked with
-# the kit's C++ libraries.
+# host lacks (BUILD_DIR/kit-lib), LibTorch's and cuDNN's on the library path, and with a kit made
+# with --mpi, the kit's Open MPI (mpirun on the PATH): source it before running what was built.
+# Refuses, with the reason, a LibTorch built with the pre-C++11 string ABI (PyTorch wheels before
+# 2.7), which cannot be linked with the kit's C++ libraries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -108,6 +108,28 @@ if [[ -n $nvcc ]]; then
   echo "build-with-kit: $("$nvcc" --version | tail -1)"
 fi
 
+# MPI from a kit made with --mpi: Open MPI relocated to the kit (OPAL_PREFIX), its wrappers named
+# to CMake; one node's ranks talk through shared memory, so no network transport is tried, and
+# mpirun starts its local ranks without ssh. Without it, this build has no Level 3 over MPI.
+mpi_args=(-DD5_WITH_MPI=OFF)
+mpi_env=
+if [[ -x $kit/usr/bin/mpicxx.openmpi ]]; then
+  # Each tool loads Open MPI's libraries from the kit, after whatever the caller's path holds (the
+  # kit's are not on the library path elsewhere: see kit-lib below); the ranks inherit it.
+  mkdir -p "$build/kit-bin"
+  for tool in mpicc mpicxx mpirun mpiexec; do
+    printf '#!/bin/sh\nLD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}%s" exec "%s" "$@"\n' \
+      "$kit/usr/lib/$arch" "$kit/usr/bin/$tool.openmpi" > "$build/kit-bin/$tool"
+    chmod +x "$build/kit-bin/$tool"
+  done
+  mpi_env="export OPAL_PREFIX=\"$kit/usr\" PATH=\"$build/kit-bin:\$PATH\"
+export OMPI_MCA_plm_rsh_agent=/bin/false OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_osc=sm,pt2pt"
+  eval "$mpi_env"
+  mpi_args=(-DD5_WITH_MPI=ON "-DMPI_C_COMPILER=$build/kit-bin/mpicc" "-DMPI_CXX_COMPILER=$build/kit-bin/mpicxx"
+            "-DMPIEXEC_EXECUTABLE=$build/kit-bin/mpirun")
+  echo "build-with-kit: Open MPI $(sed -n 's/^libopenmpi-dev //p' "$kit/MANIFEST") from the kit"
+fi
+
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 # The kit's headers come first for what the kit holds; OpenSSL keeps its configuration headers
@@ -118,7 +140,7 @@ cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   "-DCMAKE_CXX_FLAGS=-isystem $kit/usr/include/$arch" "-DPython3_EXECUTABLE=$python" \
   -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
   -DD5_WITH_TORCH=ON "${cuda_args[@]}" \
-  -DD5_WITH_MPI=OFF -DD5_WITH_ONEDNN=OFF -DD5_WITH_ONNX=OFF -DD5_WITH_PYTHON=OFF \
+  "${mpi_args[@]}" -DD5_WITH_ONEDNN=OFF -DD5_WITH_ONNX=OFF -DD5_WITH_PYTHON=OFF \
   "${cmake_extra[@]}"
 
 # A PyTorch wheel's CUDA libraries (cuBLAS, cuDNN, ...) first: a library d5 and LibTorch both
@@ -150,6 +172,7 @@ libs="${wheel_libs:+$wheel_libs:}$build/kit-lib:$torch_libs${cudnn_libs:+:$cudnn
 cat > "$build/kit-env.sh" <<ENV
 # The libraries a build from scripts/build-with-kit.sh loads: source this before running it.
 export LD_LIBRARY_PATH="$libs\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+$mpi_env
 ENV
 ((configure_only)) && exit 0
 cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}"

@@ -11,6 +11,10 @@
 #           Level 1 (validated against the reference, steady-state copies, throughput), and
 #           LeNet-5 trained on MNIST to 0.97 with d5 train (when MNIST_DIR holds MNIST's test split)
 #   bench   FrameworkOverhead on the GPU: d5_bench_torch_executor, ResNet-50 at batch 64
+#   dist    with a kit made with --mpi: two ranks sharing the GPU (mpirun from the kit): the
+#           distributed schemes with the cuda executor's tensors through host staging, NCCL's and
+#           the CUDA-aware MPI's refusals (d5_test_lv3_mpi), and d5 train --backend cuda --dist dsgd
+#           on MNIST to 0.97, recording the communicator chosen
 #
 # usage: scripts/check-torch-on-gpu.sh KIT_DIR OUT_DIR [STEP,...]   (default: every step)
 # environment: BUILD_DIR (default build-gpu), MNIST_DIR (default ../shared/data/mnist),
@@ -22,11 +26,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [[ $# -lt 2 ]]; then
-  sed -n '2,20p' "$0" >&2
+  sed -n '2,25p' "$0" >&2
   exit 2
 fi
 kit=$1 out=$(realpath -m "$2")
-steps=${3:-build,test,net,bench}
+steps=${3:-build,test,net,bench,dist}
 build=${BUILD_DIR:-build-gpu}
 mnist=${MNIST_DIR:-../shared/data/mnist}
 device=${DEVICE:-cuda:0}
@@ -45,7 +49,9 @@ run_step() {  # run_step NAME FUNCTION: the function's output to OUT_DIR/NAME.lo
 }
 
 step_build() {
-  scripts/build-with-kit.sh "$kit" "$build" d5 d5_test_torch_executor d5_bench_torch_executor d5_test_lv3_nccl
+  local targets=(d5 d5_test_torch_executor d5_bench_torch_executor d5_test_lv3_nccl)
+  [[ -x $kit/usr/bin/mpicxx.openmpi ]] && targets+=(d5_test_lv3_mpi)
+  scripts/build-with-kit.sh "$kit" "$build" "${targets[@]}"
 }
 
 step_test() {
@@ -98,14 +104,50 @@ step_bench() {
     --device "$device" --json "$out/overhead.json" $bench_args
 }
 
+step_dist() {
+  source "$build/kit-env.sh"
+  if ! command -v mpirun >/dev/null || [[ ! -x $build/bin/d5_test_lv3_mpi ]]; then
+    echo "no MPI in this build: make the kit with scripts/make-build-kit.sh --mpi"
+    return 1
+  fi
+  local failed=0 backend=cuda
+  [[ $device == cpu ]] && backend=reference
+  # Open MPI refuses to start ranks as root unless told (a GPU node's container often runs as root).
+  [[ $(id -u) == 0 ]] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  # Two ranks on the one GPU: the schemes stage the cuda executor's tensors through the host
+  # (DeviceSchemes.RanksSharingOneGpuTrainThroughHostStaging), NCCL refuses ranks that share a GPU,
+  # and a CUDA-aware MPI is used only where the library says it is one (CudaAwareMpi.*).
+  timeout 600 mpirun -np 2 "$build/bin/d5_test_lv3_mpi" --gtest_filter='DeviceSchemes.*:CudaAwareMpi.*' \
+    --gtest_output="json:$out/dist-tests.json" || failed=1
+  if [[ -f $mnist/t10k-images-idx3-ubyte.gz ]]; then
+    echo "-- mpirun -np 2 d5 train lenet5 --backend $backend --dist dsgd on MNIST"
+    timeout 600 mpirun -np 2 "$build/bin/d5" train --model lenet5 --dataset mnist --data-dir "$mnist" \
+      --train-split test --train-range 0:8000 --test-split test --test-range 8000:10000 --optimizer adam \
+      --lr 0.001 --batch 32 --epochs 10 --target-accuracy 0.97 --backend "$backend" --dist dsgd \
+      --format json -o "$out/dist-train.json" || failed=1
+    [[ -f $out/dist-train.json ]] && python3 - "$out/dist-train.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["cases"][0]
+d = c["params"]["dist"]
+print(" ", c["state"], (c.get("detail") or "")[:300])
+print("  communicator", d["communicator"], "-", d["communicator_choice"])
+print("  staging", c["extra"]["distributed"]["ranks"][0]["volume"].get("staging"))
+PY
+  else
+    echo "-- d5 train --dist: no MNIST test split in $mnist; not run"
+  fi
+  return $failed
+}
+
 run_step build step_build
 run_step test step_test
 run_step net step_net
 run_step bench step_bench
+run_step dist step_dist
 
 echo "== summary"
 status=0
-for name in build test net bench; do
+for name in build test net bench dist; do
   [[ -n ${result[$name]:-} ]] || continue
   echo "$name: ${result[$name]}"
   [[ ${result[$name]} == passed* ]] || status=1

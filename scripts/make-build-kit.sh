@@ -7,7 +7,13 @@
 # CUDA-enabled LibTorch that the torch backend must be compiled against
 # (scripts/build-with-kit.sh there; docs/building.md#building-on-a-gpu-node-against-its-libtorch).
 #
-# usage: scripts/make-build-kit.sh [--limit-mib N] [--debs DIR] KIT_DIR
+# usage: scripts/make-build-kit.sh [--mpi] [--limit-mib N] [--debs DIR] KIT_DIR
+#        scripts/make-build-kit.sh [--mpi] --list     (the packages it would take, one per line)
+#
+# --mpi adds Open MPI (its headers, compiler wrappers, mpirun and the libraries they load), so that
+# the host can build and run deep500's distributed levels (mpirun -np 2 on one GPU): the limit is
+# then 48 MiB unless given. Open MPI is relocated there through OPAL_PREFIX, which
+# scripts/build-with-kit.sh sets.
 #
 # Packages are fetched with `apt-get download` (Debian's registry), or taken from DIR's
 # PACKAGE_*.deb files (apt's cache, a local mirror), and unpacked with `dpkg -x`; nothing is
@@ -17,20 +23,23 @@
 # The kit's libraries need a glibc at least as new as this machine's.
 set -euo pipefail
 
-limit_mib=24 debs=
+limit_mib= debs= mpi=0 list=0
 while [[ ${1:-} == --* ]]; do
   case $1 in
+    --mpi) mpi=1; shift; continue ;;
+    --list) list=1; shift; continue ;;
     --limit-mib) limit_mib=$2 ;;
     --debs) debs=$(realpath "$2") ;;
     *) echo "make-build-kit: unknown option $1" >&2; exit 2 ;;
   esac
   shift 2
 done
-if [[ $# -ne 1 ]]; then
-  sed -n '2,18p' "$0" >&2
+[[ -n $limit_mib ]] || { ((mpi)) && limit_mib=48 || limit_mib=24; }
+if [[ $# -ne $((1 - list)) ]]; then
+  sed -n '2,23p' "$0" >&2
   exit 2
 fi
-kit=$(realpath -m "$1")
+kit=$(realpath -m "${1:-.}")
 command -v apt-get >/dev/null && command -v dpkg >/dev/null ||
   { echo "make-build-kit: needs Debian's apt-get and dpkg" >&2; exit 2; }
 
@@ -50,7 +59,32 @@ for p in "${dev_packages[@]}"; do
 done
 # hwloc's library needs libudev, which minimal container images leave out.
 while read -r dep; do packages+=("$dep"); done < <(runtime_of "$(runtime_of libhwloc-dev | head -1)")
+# Open MPI: its development package, and every library package it needs at run time, short of
+# the base system's and those the kit has already (hwloc); hwloc's plugins would bring X11.
+mpi_packages() {
+  local skip='^(libc6|libgcc-s1|libstdc\+\+6|libatomic1|libuuid1|zlib1g|libhwloc[0-9]+(t64)?|libhwloc-plugins|libjs-.*|.*-dev)$'
+  local -A seen=()
+  local queue=(libopenmpi-dev) p dep
+  while ((${#queue[@]})); do
+    p=${queue[0]}
+    queue=("${queue[@]:1}")
+    [[ -n ${seen[$p]:-} ]] && continue
+    seen[$p]=1
+    echo "$p"
+    while read -r dep; do queue+=("$dep"); done < <(
+      apt-cache depends --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces --no-enhances "$p" \
+        2>/dev/null | sed -n 's/^ *Depends: *//p' | grep -E '^(lib|openmpi)' | grep -vE "$skip" || true)
+  done
+}
+if ((mpi)); then
+  apt-cache show libopenmpi-dev >/dev/null 2>&1 || { echo "make-build-kit: apt knows no package libopenmpi-dev" >&2; exit 1; }
+  while read -r p; do packages+=("$p"); done < <(mpi_packages)
+fi
 mapfile -t packages < <(printf '%s\n' "${packages[@]}" | sort -u)
+if ((list)); then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -72,6 +106,9 @@ for deb in "$work"/*.deb; do dpkg -x "$deb" "$root"; done
 rm -rf "$root/usr/share/doc" "$root/usr/share/man" "$root/usr/share/lintian" "$root/usr/share/bug" \
        "$root/usr/src"  # GoogleTest's link to its sources, in a package the kit leaves out
 find "$root" -name '*.a' ! -name 'libgtest*.a' -delete
+# Open MPI's Fortran and Java bindings: deep500 uses its C interface.
+rm -rf "$root"/usr/lib/*/fortran "$root"/usr/share/java
+find "$root" -name 'libmpi_java*' -delete
 # Absolute links (zlib's libz.so -> /lib/...) would point at the host's files; make each relative.
 while IFS= read -r link; do
   target=$(readlink "$link")

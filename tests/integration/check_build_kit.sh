@@ -5,9 +5,12 @@
 # own; a kit over its limit, a folder that is not a kit and a LibTorch of the old string ABI are
 # refused with the reason. Nothing is downloaded: the packages are this machine's installed ones,
 # packed again into .deb files for --debs.
-#   check_build_kit.sh SOURCE_DIR TORCH_DIR (the folder of the LibTorch's TorchConfig.cmake)
+# With "mpi", a kit made with --mpi holds Open MPI, a configure takes MPI from it, and a program
+# built with its wrapper runs on 2 ranks under its mpirun.
+#   check_build_kit.sh SOURCE_DIR TORCH_DIR [mpi|no-mpi] (TORCH_DIR: the folder of the LibTorch's
+#   TorchConfig.cmake; mpi when this build has MPI, so that Open MPI's packages are installed)
 set -u
-SRC=$1 TORCH_DIR=$2
+SRC=$1 TORCH_DIR=$2 MPI=${3:-no-mpi}
 source "$(dirname "$0")/script_checks.sh"
 kit=$TMP/kit
 
@@ -31,6 +34,11 @@ for p in "${dev[@]}" libudev1 $(dpkg-query -W -f='${Depends}, ' "${dev[@]}" libh
                                 grep -E '^(lib(fmt[0-9]+|ssl[0-9]|hwloc[0-9]+|pkgconf[0-9]+)|zlib1g)$'); do
   if installed "$p" && [[ ! -e $TMP/debs/${p}_repacked.deb ]]; then repack "$p"; fi
 done
+if [[ $MPI == mpi ]]; then
+  for p in $("$SRC/scripts/make-build-kit.sh" --mpi --list); do
+    if installed "$p" && [[ ! -e $TMP/debs/${p}_repacked.deb ]]; then repack "$p"; fi
+  done
+fi
 
 out=$("$SRC/scripts/make-build-kit.sh" --debs "$TMP/debs" "$kit" 2>&1); rc=$?
 echo "$out"
@@ -50,23 +58,55 @@ check "pkg-config reads the kit's hwloc.pc ($(cat "$TMP/pc"))" \
   "grep -q -- '-I$kit/usr/include' '$TMP/pc' && grep -q -- '-L$kit/usr/lib/' '$TMP/pc'"
 check "pkg-config knows nothing outside the kit" "! env PKG_CONFIG_PATH=/usr/lib/pkgconfig '$kit/bin/pkg-config' --exists python3"
 
+# With MPI, the configure below is made with a kit that also holds Open MPI (--mpi).
+cfg=$kit
+if [[ $MPI == mpi ]]; then
+  cfg=$TMP/mpikit
+  out=$("$SRC/scripts/make-build-kit.sh" --mpi --debs "$TMP/debs" "$cfg" 2>&1); rc=$?
+  echo "$out"
+  check "makes a kit with Open MPI" "[ $rc -eq 0 ]"
+  for p in libopenmpi-dev openmpi-bin openmpi-common; do
+    check "MANIFEST names $p" "grep -q '^$p ' '$cfg/MANIFEST'"
+  done
+  check "no Fortran modules" "! ls -d '$cfg'/usr/lib/*/fortran 2>/dev/null"
+  check "no dangling link" "[ -z \"\$(find -L '$cfg' -type l -print -quit)\" ]"
+else
+  echo "skipped: the kit's Open MPI (this build has no MPI, so its packages are not installed)"
+fi
+
 # Configured with the kit on a machine that has these packages too: the kit's are the ones found.
 # A library the host lacks (a stand-in) goes on the library path; those it has do not.
-touch "$kit/usr/lib/$(sed -n 's/^arch //p' "$kit/MANIFEST")/libd5kitonly.so.1"
-out=$(cd "$SRC" && D5_TORCH_PREFIX=$TORCH_DIR scripts/build-with-kit.sh --configure-only "$kit" "$TMP/build" 2>&1); rc=$?
+touch "$cfg/usr/lib/$(sed -n 's/^arch //p' "$cfg/MANIFEST")/libd5kitonly.so.1"
+out=$(cd "$SRC" && D5_TORCH_PREFIX=$TORCH_DIR scripts/build-with-kit.sh --configure-only "$cfg" "$TMP/build" 2>&1); rc=$?
 check "configures with the kit" "[ $rc -eq 0 ] || { echo \"\$out\" | tail -30; false; }"
 cache=$TMP/build/CMakeCache.txt
 for var in fmt_DIR nlohmann_json_DIR CLI11_DIR GTest_DIR OPENSSL_CRYPTO_LIBRARY ZLIB_LIBRARY_RELEASE \
            pkgcfg_lib_D5_HWLOC_hwloc PKG_CONFIG_EXECUTABLE; do
   value=$(sed -n "s/^$var:[A-Z]*=//p" "$cache")
-  check "$var from the kit ($value)" "[[ '$value' == '$kit'/* ]]"
+  check "$var from the kit ($value)" "[[ '$value' == '$cfg'/* ]]"
 done
 
 check "kit-env.sh puts the build's kit-lib on the library path" \
   "grep -q 'LD_LIBRARY_PATH=.*$TMP/build/kit-lib' '$TMP/build/kit-env.sh'"
 check "with the library the host lacks" "[ -L '$TMP/build/kit-lib/libd5kitonly.so.1' ]"
 check "and not the kit's libcrypto, which the host has" "[ ! -e '$TMP/build/kit-lib/libcrypto.so.3' ]"
-check "nor the kit's own folders" "! grep -q '$kit/usr/lib' '$TMP/build/kit-env.sh'"
+check "nor the kit's own folders" "! grep -q 'LD_LIBRARY_PATH=.*$cfg/usr/lib' '$TMP/build/kit-env.sh'"
+
+if [[ $MPI == mpi ]]; then
+  value=$(sed -n "s/^MPI_mpi_LIBRARY:[A-Z]*=//p" "$cache")
+  check "libmpi from the kit ($value)" "[[ '$value' == '$cfg'/* ]]"
+  check "mpiexec is the kit's" "grep -q '^MPIEXEC_EXECUTABLE:FILEPATH=$TMP/build/kit-bin/mpirun$' '$cache'"
+  check "kit-env.sh relocates Open MPI to the kit" "grep -q 'OPAL_PREFIX=\"$cfg/usr\"' '$TMP/build/kit-env.sh'"
+  printf '%s\n' '#include <mpi.h>' '#include <stdio.h>' \
+    'int main(int c, char** v) { int r, s, x; MPI_Init(&c, &v); MPI_Comm_rank(MPI_COMM_WORLD, &r); x = r + 1;' \
+    '  MPI_Allreduce(&x, &s, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD); printf("rank %d sum %d\n", r, s); MPI_Finalize(); }' \
+    > "$TMP/hello.c"
+  out=$(source "$TMP/build/kit-env.sh" && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        OMPI_MCA_rmaps_base_oversubscribe=1 && mpicc "$TMP/hello.c" -o "$TMP/hello" && mpirun -np 2 "$TMP/hello" 2>&1); rc=$?
+  echo "$out" | tail -5
+  check "a program built with the kit's mpicc runs on 2 ranks under its mpirun" \
+    "[ $rc -eq 0 ] && [ \$(grep -c 'sum 3' <<<\"\$out\") -eq 2 ]"
+fi
 
 out=$("$SRC/scripts/make-build-kit.sh" --limit-mib 1 --debs "$TMP/debs" "$TMP/small" 2>&1); rc=$?
 echo "$out" > "$TMP/out"
