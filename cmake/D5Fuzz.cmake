@@ -8,7 +8,7 @@ endif()
 if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang" OR NOT CMAKE_C_COMPILER_ID STREQUAL "Clang")
   message(FATAL_ERROR "D5_FUZZ=ON needs clang (libFuzzer is part of clang), but the compilers are "
                       "${CMAKE_C_COMPILER_ID}/${CMAKE_CXX_COMPILER_ID}: configure a separate build directory "
-                      "with CC=clang CXX=clang++ (`make fuzz` does), and install clang and libclang-rt-14-dev "
+                      "with CC=clang CXX=clang++ (`make fuzz` does), and install clang and its libclang-rt-N-dev "
                       "(scripts/install-deps.sh)")
 endif()
 # UB aborts instead of printing and continuing: otherwise libFuzzer would never count it.

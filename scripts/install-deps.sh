@@ -38,10 +38,26 @@ PACKAGES=(
   python3-venv python3-pip python3-setuptools python3-wheel
   # the test that renders `d5 report`'s page headless
   chromium
-  # `make fuzz` (docs/fuzzing.md): clang, and libclang-rt-14-dev for libFuzzer and the sanitizer
-  # runtimes (libclang_rt.fuzzer-x86_64.a, libclang_rt.asan-x86_64.a)
-  clang libclang-rt-14-dev
+  # `make fuzz` (docs/fuzzing.md): clang, and its libclang-rt-N-dev (below) for libFuzzer and the
+  # sanitizer runtimes (libclang_rt.fuzzer-x86_64.a, libclang_rt.asan-x86_64.a)
+  clang
 )
+
+# The runtimes of the clang that Debian's `clang` package installs (bookworm: 14, trixie: 19): the
+# installed clang's dependency, else apt's, else the release's.
+clang_major() {
+  local from
+  from=$(dpkg-query -W -f='${Depends}' clang 2>/dev/null || apt-cache depends clang 2>/dev/null || true)
+  from=$(grep -oE '(^|[ ,])clang-[0-9]+' <<<"$from" | head -1 | grep -oE '[0-9]+' || true)
+  if [ -z "$from" ]; then
+    case "$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")" in
+      trixie) from=19 ;;
+      *) from=14 ;;
+    esac
+  fi
+  echo "$from"
+}
+PACKAGES+=("libclang-rt-$(clang_major)-dev")
 
 missing=()
 for p in "${PACKAGES[@]}"; do
