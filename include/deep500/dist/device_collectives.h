@@ -3,9 +3,9 @@
 // memory (docs/communicator.md#device-collectives).
 //
 // A DeviceAwareCommunicator (device_aware_communicator.h) hands such a library the collectives
-// it has on memory it holds and everything else to a host communicator (MPI). NCCL has allreduce
-// and broadcast in place; a gather of unequal counts, a scatter or a receive from any rank it
-// has not, and those go through the host.
+// it has on memory it holds and everything else to a host communicator (MPI). The libraries (NCCL,
+// a CUDA-aware MPI) have allreduce and broadcast in place here; gathers, scatters and messages go
+// through the host.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -29,7 +29,8 @@ class DeviceCollectives {
   // As Communicator's, on memory the library holds; op is sum, max, min or mean, whose sum is
   // divided by the ranks on the device in the library's order (x / n, as the host rounds it)
   // before the call completes. A nonblocking call is ordered after the work already queued on
-  // the device and returns at once; its request completes when the library's work has.
+  // the device; its request completes when the library's work has. NCCL's return at once; a
+  // CUDA-aware MPI's complete before they return (cuda_aware_mpi.h).
   virtual void allreduce(void* data, int64_t count, DType dtype, ReduceOp op) = 0;
   virtual CommRequestPtr iallreduce(void* data, int64_t count, DType dtype, ReduceOp op) = 0;
   // Several buffers as one operation (NCCL: one group of calls, launched together), no copies.
