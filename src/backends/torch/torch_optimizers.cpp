@@ -6,7 +6,9 @@
 // only when the network holds another buffer for a parameter (after feed_tensor); the optimizer's
 // state then moves to the new views through its serialized form. Hyperparameters have the same
 // names and defaults as the reference optimizer of the same name (docs/optimizers.md); the
-// learning-rate schedule sets the param group's lr before every step.
+// learning-rate schedule sets the param group's lr before every step. Parameters on a device are
+// viewed as ATen's tensors there (torch_device.h: d5's cuda:N as ATen's CUDA device N), so the
+// update runs where they lie, queued on the stream d5's kernels use.
 #include <sstream>
 
 #include <torch/optim.h>
@@ -15,14 +17,21 @@
 #include <fmt/format.h>
 
 #include "deep500/train/optimizer.h"
+#include "torch_device.h"
 
 namespace d5::torch_backend {
 
 namespace {
 
-at::Tensor view_of(Tensor& t) {
+// The ATen device that reads t's memory; refuses, with torch_placement's reason, a device ATen has
+// no counterpart for, or cuda where LibTorch was built without it.
+at::Device aten_device_of(const Tensor& t) {
+  return t.device() == Device::cpu() ? at::Device(at::kCPU) : torch_placement(t.device().to_string()).aten;
+}
+
+at::Tensor view_of(Tensor& t, at::Device device) {
   std::vector<int64_t> dims(t.shape().dims().begin(), t.shape().dims().end());
-  return at::from_blob(t.data(), dims, at::TensorOptions().dtype(at::kFloat));
+  return at::from_blob(t.data(), dims, at::TensorOptions().dtype(at::kFloat).device(device));
 }
 
 class TorchOptimizer final : public Optimizer {
@@ -34,25 +43,29 @@ class TorchOptimizer final : public Optimizer {
 
   TensorMap step(GraphExecutor& executor, const TensorMap& feeds, const std::string& loss) override {
     Network& net = executor.network();
+    // The views are bound after the executor's call: an executor on a device moves the
+    // parameters there at its first call, and the network then holds the moved ones.
+    TensorMap outputs = executor.inference_and_backprop(feeds, loss);
+    run_gradient_hook(net);
     bind(net);
     set_lr(current_learning_rate());
-    TensorMap outputs;
+    attach_gradients(net);
     if (base_ == "lbfgs") {
+      // L-BFGS evaluates the loss at the current parameters first: that is the call above.
+      bool first = true;
       opt_->step([&]() -> at::Tensor {
-        TensorMap out = executor.inference_and_backprop(feeds, loss);
-        run_gradient_hook(net);
-        attach_gradients(net);
+        const TensorMap out = first ? outputs : executor.inference_and_backprop(feeds, loss);
+        if (!first) {
+          run_gradient_hook(net);
+          attach_gradients(net);
+        }
+        first = false;
         auto it = out.find(loss);
         D5_CHECK_ARG(it != out.end() && it->second.numel() == 1, "{}: the executor returned no scalar loss '{}'",
                      name(), loss);
-        const at::Tensor value = at::scalar_tensor(it->second.get(0), at::kDouble);
-        if (outputs.empty()) outputs = std::move(out);
-        return value;
+        return at::scalar_tensor(it->second.get(0), at::kDouble);
       });
     } else {
-      outputs = executor.inference_and_backprop(feeds, loss);
-      run_gradient_hook(net);
-      attach_gradients(net);
       opt_->step();
     }
     for (auto& p : params_) p.mutable_grad().reset();  // the gradient views must not outlive this step
@@ -108,9 +121,9 @@ class TorchOptimizer final : public Optimizer {
     params_.clear();
     for (const auto& p : names) {
       Tensor t = net.fetch_tensor(p);
-      D5_CHECK_ARG(t.dtype() == DType::f32 && t.device().kind == DeviceKind::cpu,
-                   "{} updates float32 host parameters; '{}' is {}", name(), p, t.desc().to_string());
-      params_.push_back(view_of(t));
+      D5_CHECK_ARG(t.dtype() == DType::f32, "{} updates float32 parameters; '{}' is {}", name(), p,
+                   t.desc().to_string());
+      params_.push_back(view_of(t, aten_device_of(t)));
       held_.push_back(std::move(t));
     }
     opt_ = create();
@@ -137,10 +150,12 @@ class TorchOptimizer final : public Optimizer {
         continue;
       }
       Tensor grad = net.fetch_tensor(g);
-      D5_CHECK_ARG(grad.dtype() == DType::f32 && grad.shape() == held_[i].shape(),
-                   "{}: gradient of '{}' is {}, the parameter {}", name(), names_[i], grad.desc().to_string(),
-                   held_[i].desc().to_string());
-      params_[i].mutable_grad() = view_of(grad);
+      D5_CHECK_ARG(grad.dtype() == DType::f32 && grad.shape() == held_[i].shape() &&
+                       grad.device() == held_[i].device(),
+                   "{}: gradient of '{}' is {} on {}, the parameter {} on {}", name(), names_[i],
+                   grad.desc().to_string(), grad.device().to_string(), held_[i].desc().to_string(),
+                   held_[i].device().to_string());
+      params_[i].mutable_grad() = view_of(grad, params_[i].device());
       grads_held_.push_back(std::move(grad));
     }
   }

@@ -19,6 +19,7 @@
 #include "deep500/net/operator_executor.h"
 #include "deep500/core/rng.h"
 #include "deep500/op/validation.h"
+#include "deep500/train/optimizer.h"
 #include "deep500/core/build_info.h"
 #include "deep500/core/math_mode.h"
 #include "../test_memory_device.h"
@@ -609,6 +610,33 @@ TEST_F(TorchOnDevice, InferenceEqualsTheHostsWithConstantsOnTheDevice) {
     // 6 parameters at the first call (the batch-norm statistics are constants, placed when
     // planned), 2 feeds and the logits.
     EXPECT_EQ(dev->memory().transfers, (call == 0 ? 6 : 0) + 2 + 1) << "call " << call;
+  }
+}
+
+// torch::optim twins update parameters where the executor keeps them: on the device, through
+// views of ATen's device there, equal bit for bit to the same twin on the host (the same ATen
+// kernels on the same values), the parameters never copied back.
+TEST_F(TorchOnDevice, TorchOptimTwinsUpdateTheParametersOnTheDevice) {
+  for (const char* optimizer : {"torch-momentum", "torch-adam"}) {
+    SCOPED_TRACE(optimizer);
+    Network host_net = mlp(), dev_net = mlp();
+    auto host = make_executor(host_net, "torch");
+    auto dev = on_testmem(dev_net);
+    auto host_opt = make_optimizer(optimizer, {{"lr", 0.05}});
+    auto dev_opt = make_optimizer(optimizer, {{"lr", 0.05}});
+    for (int step = 0; step < 3; ++step) {
+      host_opt->step(*host, mlp_feeds(step), "loss");
+      dev_opt->step(*dev, mlp_feeds(step), "loss");
+    }
+    EXPECT_EQ(dev->memory().transfers, 2 + 2) << "only the last step's feeds and outputs";
+    for (const std::string p : {"W1", "b1", "W2", "b2"}) {
+      EXPECT_EQ(dev_net.fetch_tensor(p).device().to_string(), "testmem:0") << p;
+      expect_bits(dev_net.fetch_tensor(p), host_net.fetch_tensor(p), p);
+    }
+    EXPECT_NE(std::memcmp(host_net.fetch_tensor("W1").data(), mlp().fetch_tensor("W1").data(),
+                          host_net.fetch_tensor("W1").bytes()),
+              0)
+        << "the steps changed nothing";
   }
 }
 
