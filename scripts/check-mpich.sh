@@ -18,6 +18,6 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DD5_WITH_TORCH=OFF -DD5_WITH_ONEDNN=OFF \
   -DD5_WITH_MPI=ON -DMPI_C_COMPILER=/usr/bin/mpicc.mpich -DMPI_CXX_COMPILER=/usr/bin/mpicxx.mpich \
   -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich "${launcher[@]}"
-ninja -C "$build" -j2 d5 d5_test_lv3_mpi d5_test_cli_dist
+ninja -C "$build" -j2 d5 d5_test_lv3_mpi d5_test_lv3_oracle_mpi d5_test_cli_dist
 ldd "$build/bin/d5" | grep -q libmpich || { echo "check-mpich: d5 is not linked with MPICH" >&2; exit 1; }
 cd "$build" && ctest -L mpi --output-on-failure
