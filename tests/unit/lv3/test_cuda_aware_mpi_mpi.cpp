@@ -62,9 +62,12 @@ TEST_F(CudaAwareMpi, TheLibrarysAnswerAgreesWithHowItWasBuilt) {
     const std::string built = ompi_built_with_cuda();
     if (built == "false") {
       EXPECT_FALSE(s.aware) << s.says;
-      EXPECT_NE(s.says.find("Open MPI: built without CUDA support"), std::string::npos) << s.says;
-    } else {
-      EXPECT_NE(s.says.find("Open MPI: built with"), std::string::npos) << s.says;
+      EXPECT_EQ(s.says.rfind("Open MPI: built without CUDA support, MPIX_Query_cuda_support() = ", 0), 0u) << s.says;
+    } else if (built == "true") {
+      EXPECT_EQ(s.says.rfind("Open MPI: built with CUDA support, MPIX_Query_cuda_support() = ", 0), 0u) << s.says;
+    } else {  // no ompi_info to compare with: the answer names the build and the query
+      EXPECT_EQ(s.says.rfind("Open MPI: built with", 0), 0u) << s.says;
+      EXPECT_NE(s.says.find("MPIX_Query_cuda_support() = "), std::string::npos) << s.says;
     }
   } else if (library.find("MPICH") != std::string::npos) {
     EXPECT_EQ(s.says.rfind("MPICH: MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA) = ", 0), 0u) << s.says;
