@@ -7,6 +7,10 @@
 #           TorchOnCuda validates training steps and inference on the GPU against the reference,
 #           counts the copies, and checks that --math strict keeps TF32 out of cuDNN; then NCCL's
 #           collectives on one rank (NcclOnGpu, with the wheel's NCCL)
+#   graphs  CUDA graphs (docs/cuda-graphs.md): d5_test_cuda's CudaGraphs and CudaExecutor tests
+#           (replayed LeNet-5 training steps against the same steps without graphs), d5 net
+#           lenet5 --cuda-graphs validated against the reference, and ResNet-50's training step at
+#           batch 64 with and without --cuda-graphs, side by side
 #   net     d5 net --backend torch --device cuda:0 --mode train-step over the zoo networks of
 #           Level 1 (validated against the reference, steady-state copies, throughput), and
 #           LeNet-5 trained on MNIST to 0.97 with d5 train (when MNIST_DIR holds MNIST's test split)
@@ -26,11 +30,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [[ $# -lt 2 ]]; then
-  sed -n '2,25p' "$0" >&2
+  sed -n '2,29p' "$0" >&2
   exit 2
 fi
 kit=$1 out=$(realpath -m "$2")
-steps=${3:-build,test,net,bench,dist}
+steps=${3:-build,test,graphs,net,bench,dist}
 build=${BUILD_DIR:-build-gpu}
 mnist=${MNIST_DIR:-../shared/data/mnist}
 device=${DEVICE:-cuda:0}
@@ -51,6 +55,8 @@ run_step() {  # run_step NAME FUNCTION: the function's output to OUT_DIR/NAME.lo
 step_build() {
   local targets=(d5 d5_test_torch_executor d5_bench_torch_executor d5_test_lv3_nccl)
   [[ -x $kit/usr/bin/mpicxx.openmpi ]] && targets+=(d5_test_lv3_mpi)
+  # the CUDA backend's tests exist where the build found a CUDA toolkit with cuDNN
+  if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then targets+=(d5_test_cuda); fi
   scripts/build-with-kit.sh "$kit" "$build" "${targets[@]}"
 }
 
@@ -64,6 +70,33 @@ step_test() {
   "$build/bin/d5_test_torch_executor" --gtest_output="json:$out/torch-executor-tests.json" || return 1
   # NCCL on one rank (the build has no MPI); it skips, saying so, where the build found no NCCL.
   "$build/bin/d5_test_lv3_nccl" --gtest_output="json:$out/nccl-tests.json"
+}
+
+step_graphs() {
+  source "$build/kit-env.sh"
+  if [[ ! -x $build/bin/d5_test_cuda ]]; then
+    echo "this build has no CUDA backend (no CUDA toolkit with cuDNN found)"
+    return 1
+  fi
+  "$build/bin/d5_test_cuda" --gtest_filter='CudaGraphs.*:CudaExecutor.*' \
+    --gtest_output="json:$out/cuda-graph-tests.json" || return 1
+  local failed=0 flag
+  timeout 300 "$build/bin/d5" net lenet5 --backend cuda --cuda-graphs --mode train-step --batch 16 --min-runs 10 \
+    --max-time 2 --format json -o "$out/graphs-lenet5.json" || { echo "exit $?"; failed=1; }
+  for flag in "" --cuda-graphs; do
+    # shellcheck disable=SC2086  # an empty flag is no argument
+    timeout 300 "$build/bin/d5" net resnet50 --backend cuda --mode train-step --batch 64 --no-validate --resident-io \
+      $flag --min-runs 10 --max-time 5 --format json -o "$out/graphs-resnet50${flag:+-graphs}.json" ||
+      { echo "exit $?"; failed=1; }
+  done
+  python3 - "$out"/graphs-*.json <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    for c in json.load(open(path)).get("cases", []):
+        print(" ", path.rsplit("/", 1)[-1], c.get("name"), c.get("state"), (c.get("detail") or "")[:300])
+        print("   ", json.dumps(c.get("params", {}).get("cuda_graphs")))
+PY
+  return $failed
 }
 
 step_net() {
@@ -141,6 +174,7 @@ PY
 
 run_step build step_build
 run_step test step_test
+run_step graphs step_graphs
 run_step net step_net
 run_step bench step_bench
 run_step dist step_dist

@@ -31,7 +31,8 @@ struct NetOpts {
   std::string model, mode = "inference", loss, device;
   std::vector<std::string> backends;
   std::vector<int64_t> batches{1};
-  bool breakdown = false, overhead = false, no_validate = false, plain_layouts = false, resident_io = false;
+  bool breakdown = false, overhead = false, no_validate = false, plain_layouts = false, resident_io = false,
+       cuda_graphs = false;
   double max_time = 5;
   int min_runs = 10;
   int64_t microbatch_limit = -1, workspace_limit = -1;
@@ -130,6 +131,7 @@ int run_net(const NetOpts& o, const GlobalOptions& g) {
   bo.pins = parse_implementation_pins(o.pins);
   bo.native_layouts = !o.plain_layouts;
   bo.resident_io = o.resident_io;
+  bo.cuda_graphs = o.cuda_graphs;
   bo.device = o.device;
 
   Results res;
@@ -204,6 +206,8 @@ Command register_net(CLI::App& app, const GlobalOptions& g) {
   cmd->add_flag("--resident-io", o->resident_io,
                 "After validation, operator executors get their feeds placed once on the device their readers run on "
                 "and leave their outputs there: timed calls copy nothing between host and device (docs/net.md)");
+  cmd->add_flag("--cuda-graphs", o->cuda_graphs,
+                "Record the step once as a CUDA graph and replay it (cuda executor; docs/cuda-graphs.md)");
   cmd->add_option("--device", o->device,
                   "Where the torch executor keeps its tensors (cpu, cuda:0): parameters moved there once, feeds copied "
                   "in, outputs copied out, counted as transfers (docs/torch-executor.md#devices); other executors run "

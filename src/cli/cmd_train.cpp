@@ -18,6 +18,7 @@
 #include "deep500/train/dataset.h"
 #include "deep500/core/error.h"
 #include "deep500/net/graph_executor.h"
+#include "deep500/net/net_bench.h"
 #include "deep500/train/loss_head.h"
 #include "deep500/metrics/manifest.h"
 #include "deep500/net/model_zoo.h"
@@ -76,6 +77,7 @@ struct TrainOpts {
   int64_t test_every_epochs = 1, test_every_steps = 0, train_accuracy_every = 1;
   std::string backend = "reference";
   std::string device;  // ExecutorOptions::device
+  bool cuda_graphs = false;  // ExecutorOptions::cuda_graphs
   std::string checkpoint, resume, save_model;
   int64_t checkpoint_every = 0;
   int64_t prefetch = 2;
@@ -276,6 +278,7 @@ int run_train(const TrainOpts& given, const GlobalOptions& g) {
   ExecutorOptions eo;
   eo.deterministic = true;
   eo.device = o.device;
+  eo.cuda_graphs = o.cuda_graphs;
   auto executor = make_executor(net, o.backend, eo);
   std::unique_ptr<Optimizer> optimizer = make_optimizer(o.optimizer, hyperparameters(o));
   DistributedOptimizer* dist = nullptr;
@@ -329,6 +332,7 @@ int run_train(const TrainOpts& given, const GlobalOptions& g) {
   c.params["prefetch"] = o.prefetch;
   for (const auto& [name, device] : loader_options.devices) c.params["loader_devices"][name] = device.to_string();
   c.params["loss_head"] = o.loss_head;
+  if (o.cuda_graphs) c.params["cuda_graphs"] = replay_report_json(*executor);
   for (const auto& [k, v] : optimizer->hyperparameters()) c.params["hyperparameters"][k] = v;
   if (dist != nullptr) add_distributed_results(*comm, o.dist, *dist, r, c);
   if (!writes) {
@@ -423,6 +427,8 @@ Command register_train(CLI::App& app, const GlobalOptions& g) {
   cmd->add_option("--device", o->device,
                   "Where the torch executor keeps its tensors (cpu, cuda:0; docs/torch-executor.md#devices); other "
                   "executors refuse one");
+  cmd->add_flag("--cuda-graphs", o->cuda_graphs,
+                "Record the training step once as a CUDA graph and replay it (cuda executor; docs/cuda-graphs.md)");
   cmd->add_option("--checkpoint", o->checkpoint, "Save a checkpoint here at the end (and every --checkpoint-every)");
   cmd->add_option("--checkpoint-every", o->checkpoint_every, "Steps between checkpoints")
       ->check(CLI::NonNegativeNumber);

@@ -126,6 +126,7 @@ void copy_between_devices(void* dst, Device to, const void* src, Device from, si
   if (bytes == 0) return;
   DeviceAllocator& a_from = allocator_for(from);
   DeviceAllocator& a_to = allocator_for(to);
+  if (from == to && !a_to.host_accessible() && a_to.copy_within(dst, src, bytes, to.index)) return;
   if (a_to.host_accessible()) {
     a_from.copy_to_host(dst, src, bytes, from.index);
     a_from.synchronize(from.index);
@@ -148,13 +149,16 @@ size_t CachingDeviceAllocator::size_class(size_t bytes) {
   return (bytes + kLarge - 1) / kLarge * kLarge;
 }
 
+// From the calling thread's pool when it uses one for this device (allocation_pool.cpp), else
+// from the shared cache; then from the device.
 std::shared_ptr<void> CachingDeviceAllocator::allocate(size_t bytes, int32_t index) {
+  std::shared_ptr<AllocationPool> pool = active_pool(this, index);
   const size_t cls = size_class(bytes);
   void* block = nullptr;
   {
     std::lock_guard lock(mutex_);
     PerDevice& d = devices_[index];
-    auto& free_list = d.cached[cls];
+    auto& free_list = pool ? pool->free_[cls] : d.cached[cls];
     if (!free_list.empty()) {
       block = free_list.back();
       free_list.pop_back();
@@ -175,6 +179,11 @@ std::shared_ptr<void> CachingDeviceAllocator::allocate(size_t bytes, int32_t ind
     s.peak_bytes = std::max(s.peak_bytes, s.allocated_bytes);
     ++s.allocations;
   }
+  // A pool's block holds its pool: the pool outlives every block it handed out.
+  if (pool)
+    return std::shared_ptr<void>(block, [pool = std::move(pool), cls](void* p) {
+      pool->owner_->give_back_to_pool(*pool, p, cls);
+    });
   auto self = std::static_pointer_cast<CachingDeviceAllocator>(shared_from_this());
   return std::shared_ptr<void>(block, [self, cls, index](void* p) { self->give_back(p, cls, index); });
 }

@@ -1,4 +1,5 @@
 #include "deep500/net/graph_executor.h"
+#include "deep500/net/replaying_executor.h"
 
 #include <algorithm>
 #include <mutex>
@@ -120,6 +121,14 @@ std::unique_ptr<GraphExecutor> make_executor(Network& network, const std::string
   if (!options.device.empty() && !takes_device(backend))
     throw Unimplemented(fmt::format("the {} executor runs where its backend does and takes no device ('{}'); "
                                       "a device is chosen for the torch executor", backend, options.device));
+  if (options.cuda_graphs) {
+    const StepRecorderFactory recorder = step_recorder_for(backend);
+    if (!recorder)
+      throw Unimplemented(fmt::format("the {} executor cannot record a step as a CUDA graph (--cuda-graphs): only the "
+                                      "cuda executor does",
+                                      backend));
+    return std::make_unique<ReplayingExecutor>(network, (*factory)(network, options), recorder());
+  }
   return (*factory)(network, options);
 }
 

@@ -13,9 +13,11 @@
 #include "deep500/core/error.h"
 #include "deep500/net/executor_metrics.h"
 #include "deep500/net/executor_validation.h"
+#include "deep500/net/replaying_executor.h"
 #include "deep500/net/framework_memory.h"
 #include "deep500/net/graph_executor.h"
 #include "deep500/net/operator_executor.h"
+#include "deep500/net/replaying_executor.h"
 #include "deep500/metrics/reporter.h"
 #include "deep500/metrics/standard_metrics.h"
 
@@ -47,12 +49,18 @@ MetricRecord single(const std::string& name, const std::string& unit, int64_t va
 }
 
 // The devices other than the host that an operator executor runs nodes on (none for others).
+// The operator executor behind `ex` (itself, or the one a ReplayingExecutor wraps), or null.
+OperatorExecutor* operator_executor_of(GraphExecutor& ex) {
+  if (auto* replaying = dynamic_cast<ReplayingExecutor*>(&ex)) return dynamic_cast<OperatorExecutor*>(&replaying->wrapped());
+  return dynamic_cast<OperatorExecutor*>(&ex);
+}
+
 std::vector<Device> devices_of(GraphExecutor& ex, const std::string& loss) {
   std::vector<Device> devices;
   auto add = [&](const Device& d) {
     if (!(d == Device::cpu()) && std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
   };
-  if (auto* op_ex = dynamic_cast<OperatorExecutor*>(&ex)) {
+  if (auto* op_ex = operator_executor_of(ex)) {
     for (const auto& n : op_ex->layouts(loss)) add(parse_device(n.device));
   } else {
     // An executor placed on a device as a whole (the torch executor's --device) reads its feeds there.
@@ -173,6 +181,7 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
     eo.deterministic = o.deterministic;
     eo.native_layouts = o.native_layouts;
     eo.device = o.device;
+    eo.cuda_graphs = o.cuda_graphs;
     ex = make_executor(net, backend, eo);
   } catch (const Unimplemented& e) {
     return finish(CaseState::Unimplemented, e.what());
@@ -181,8 +190,16 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
   nlohmann::json fallbacks = nlohmann::json::array();
   for (const auto& [node, why] : ex->fallbacks()) fallbacks.push_back({{"node", node}, {"reason", why}});
   c.extra["fallbacks"] = fallbacks;
-  if (auto* op_ex = dynamic_cast<OperatorExecutor*>(ex.get()))
-    c.extra["layouts"] = layouts_json(*op_ex, loss, o.native_layouts);
+  if (auto* op_ex = operator_executor_of(*ex)) c.extra["layouts"] = layouts_json(*op_ex, loss, o.native_layouts);
+  auto* replaying = dynamic_cast<ReplayingExecutor*>(ex.get());
+  if (replaying) {
+    // The first call of the step runs as usual and the second is recorded: validation then
+    // checks replays.
+    for (int i = 0; i < 2; ++i) {
+      if (loss.empty()) ex->inference(feeds);
+      else ex->inference_and_backprop(feeds, loss);
+    }
+  }
 
   std::string detail;
   if (o.validate && (backend != "reference" || o.oracle)) {
@@ -219,7 +236,7 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
       rss.result()};
   // Executors that place tensors on devices count their copies: operator executors, and the
   // torch executor on a device.
-  if (dynamic_cast<OperatorExecutor*>(ex.get()) || !o.device.empty()) {
+  if (operator_executor_of(*ex) || !o.device.empty()) {
     c.metrics.push_back(single("transfers", "copies", mem.transfers, ""));
     c.metrics.push_back(single("transfer_bytes", "bytes", mem.transfer_bytes, ""));
   }
@@ -241,6 +258,15 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
     ex->remove_event(timer);
     c.extra["breakdown"] = to_json(breakdown(*timer, ex->implementations()));
   }
+  if (replaying) {
+    const ReplayReport& r = replaying->report();
+    c.params["cuda_graphs"] = replay_report_json(*ex);
+    // The timed calls and the one under the high-water marks were steady-state calls: replays,
+    // unless the step could not be recorded.
+    if (r.replays == 0)
+      return finish(CaseState::Unimplemented,
+                    fmt::format("--cuda-graphs: the step was never replayed: {}", r.last_unrecorded_why));
+  }
   std::string overhead_mistrusted;
   if (o.overhead) {
     const auto fo = framework_overhead(*ex, timed_feeds, loss, {}, o.run);
@@ -258,6 +284,17 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
 }
 
 }  // namespace
+
+nlohmann::json replay_report_json(GraphExecutor& ex) {
+  auto* replaying = dynamic_cast<ReplayingExecutor*>(&ex);
+  if (!replaying) return nullptr;
+  const ReplayReport& r = replaying->report();
+  return {{"recorder", r.recorder},
+          {"recordings", r.recordings},
+          {"replays", r.replays},
+          {"unrecorded_calls", r.unrecorded_calls},
+          {"last_unrecorded_why", r.last_unrecorded_why}};
+}
 
 std::vector<CaseResult> bench_network(Network& net, const NetBenchOptions& o) {
   net.infer();

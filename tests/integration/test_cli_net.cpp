@@ -81,6 +81,32 @@ TEST(CliNet, DeviceIsTheTorchExecutorsAndCudaNeedsACudaLibTorch) {
       << detail;
 }
 
+// --cuda-graphs belongs to the cuda executor; where it runs, the timed steps are replays and the
+// case says how many (docs/cuda-graphs.md).
+TEST(CliNet, CudaGraphsAreTheCudaExecutorsAndTheCaseCountsReplays) {
+  const auto r = run_d5({"net", "lenet5", "--backend", "reference,cuda", "--cuda-graphs", "--batch", "2",
+                         "--max-time", "0.2", "--format", "json"});
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["cases"].size(), 2u) << r.out;
+  const auto& reference = j["cases"][0]["backend"] == "reference" ? j["cases"][0] : j["cases"][1];
+  const auto& cuda = j["cases"][0]["backend"] == "cuda" ? j["cases"][0] : j["cases"][1];
+  EXPECT_EQ(reference["state"], "UNIMPLEMENTED");
+  EXPECT_NE(reference["detail"].get<std::string>().find("only the cuda executor"), std::string::npos) << reference;
+  const std::string detail = cuda["detail"];
+  if (cuda["state"] == "PASSED") {
+    const auto& g = cuda["params"]["cuda_graphs"];
+    EXPECT_EQ(g["recordings"], 1) << g;
+    EXPECT_GT(g["replays"].get<int64_t>(), 0) << g;
+    return;
+  }
+  if (cuda["state"] == "SKIPPED") {
+    EXPECT_NE(detail.find("built without the cuda backend"), std::string::npos) << detail;
+    return;
+  }
+  EXPECT_EQ(cuda["state"], "UNIMPLEMENTED") << detail;
+  EXPECT_NE(detail.find("cannot run here"), std::string::npos) << detail;
+}
+
 // On the oneDNN executor LeNet-5's convolutions and pooling keep oneDNN's layouts between them by
 // default; --plain-layouts makes every tensor between operators plain, with the same outputs.
 TEST(CliNet, PlainLayoutsSwitchOffNativeLayoutsOnTheOneDnnExecutor) {

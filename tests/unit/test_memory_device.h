@@ -52,6 +52,15 @@ class TestMemoryAllocator : public CachingDeviceAllocator {
     ++copies_from_host;
   }
   void synchronize(int32_t) override { ++synchronizations; }
+  // Copies within the device without the host (off unless a test turns them on), counted.
+  bool device_copies = false;
+  int copies_within = 0;
+  bool copy_within(void* dst, const void* src, size_t bytes, int32_t) override {
+    if (!device_copies) return false;
+    std::memmove(dst, src, bytes);
+    ++copies_within;
+    return true;
+  }
   int raw_allocations = 0, copies_to_host = 0, copies_from_host = 0, synchronizations = 0;
   // Staging memory (off unless a test turns it on, as for a device without any): host blocks
   // this allocator hands out and copies from, counted; a staged copy from memory it did not hand

@@ -67,6 +67,11 @@ class DeviceAllocator : public std::enable_shared_from_this<DeviceAllocator> {
   virtual void copy_from_staging(void* device, const void* staging, size_t bytes, int32_t index) {
     copy_from_host(device, staging, bytes, index);
   }
+  // Copies `bytes` between two buffers of this device without the host, ordered like the other
+  // copies, and returns once it ended (while the device's work is being recorded, once it is
+  // recorded); false when this kind has no such copy (copy_between_devices then stages through
+  // the host).
+  virtual bool copy_within(void* /*dst*/, const void* /*src*/, size_t /*bytes*/, int32_t /*index*/) { return false; }
   // A timer on this device's stream; nullptr when the device has no clock of its own (the host).
   virtual std::unique_ptr<DeviceTimer> make_timer(int32_t /*index*/) { return nullptr; }
   // Evicts the device's caches (overwrites a buffer larger than its last-level cache), so that the
@@ -96,14 +101,41 @@ DeviceKind device_kind_named(const std::string& name);
 // "cpu", "cuda:1", "testmem:0" into a Device (the index defaults to 0).
 Device parse_device(const std::string& text);
 
-// Copies `bytes` from src on `from` to dst on `to`, staging through host memory when neither end
-// is the host. Waits for the copy to end.
+// Copies `bytes` from src on `from` to dst on `to`: within one device by the device's own copy
+// where it has one, else staging through host memory when neither end is the host. Waits for the
+// copy to end.
 void copy_between_devices(void* dst, Device to, const void* src, Device from, size_t bytes);
 
 // A caching allocator over a device's raw allocation, kept in size classes (rounded up to 512
 // bytes, exact above 1 MiB rounded to 1 MiB): a freed block waits in its class for the next
 // request of that class. Thread-safe. release_cached() gives cached blocks back; so does a failed
 // raw allocation (raw_allocate returning null or throwing) before it is retried once.
+//
+// A pool sets blocks aside for work that is recorded once and replayed with the same addresses (a
+// CUDA graph, docs/cuda-graphs.md): while a thread uses a pool, that thread's allocations on the
+// pool's device come from blocks freed into the pool, else from the device, never from the shared
+// cache; and a block allocated from the pool goes back to the pool when freed, where only the
+// pool's own allocations find it. So no later tensor is handed memory a replay still writes. The
+// pool lives while its owner or any block allocated from it does; its free blocks then join the
+// shared cache.
+class CachingDeviceAllocator;
+
+class AllocationPool {
+ public:
+  AllocationPool(std::shared_ptr<CachingDeviceAllocator> owner, int32_t index)
+      : owner_(std::move(owner)), index_(index) {}
+  ~AllocationPool();
+  AllocationPool(const AllocationPool&) = delete;
+  AllocationPool& operator=(const AllocationPool&) = delete;
+  int32_t index() const { return index_; }
+
+ private:
+  friend class CachingDeviceAllocator;
+  std::shared_ptr<CachingDeviceAllocator> owner_;
+  int32_t index_;
+  std::unordered_map<size_t, std::vector<void*>> free_;  // by size class; under the owner's mutex
+};
+
 class CachingDeviceAllocator : public DeviceAllocator {
  public:
   std::shared_ptr<void> allocate(size_t bytes, int32_t index) override;
@@ -111,6 +143,23 @@ class CachingDeviceAllocator : public DeviceAllocator {
   void reset_peak(int32_t index) override;
   void release_cached(int32_t index);
   ~CachingDeviceAllocator() override;
+
+  // An empty pool for device `index` of this allocator.
+  std::shared_ptr<AllocationPool> make_pool(int32_t index);
+  // The calling thread allocates from `pool` until the scope ends (scopes nest: the previous pool
+  // comes back). A pool of another allocator or device leaves those allocations alone.
+  class PoolScope {
+   public:
+    explicit PoolScope(std::shared_ptr<AllocationPool> pool);
+    ~PoolScope();
+    PoolScope(const PoolScope&) = delete;
+    PoolScope& operator=(const PoolScope&) = delete;
+
+   private:
+    std::shared_ptr<AllocationPool> previous_;
+  };
+  // Blocks waiting in `pool` for its next allocation (bytes); for tests and reports.
+  int64_t pool_free_bytes(const AllocationPool& pool) const;
 
  protected:
   virtual void* raw_allocate(size_t bytes, int32_t index) = 0;
@@ -124,6 +173,11 @@ class CachingDeviceAllocator : public DeviceAllocator {
   static size_t size_class(size_t bytes);
   void* allocate_from_device(size_t cls, int32_t index);
   void give_back(void* data, size_t cls, int32_t index);
+  void give_back_to_pool(AllocationPool& pool, void* data, size_t cls);
+  void take_pool_blocks(AllocationPool& pool);
+  // The pool the calling thread uses for this allocator's device `index`, or null.
+  static std::shared_ptr<AllocationPool> active_pool(const CachingDeviceAllocator* allocator, int32_t index);
+  friend class AllocationPool;
   mutable std::mutex mutex_;
   std::unordered_map<int32_t, PerDevice> devices_;
 };

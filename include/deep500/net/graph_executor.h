@@ -128,6 +128,10 @@ struct ExecutorOptions {
   // executor registered as taking a device accepts one (the torch executor, docs/torch-executor.md);
   // make_executor refuses a device for the others, which run on their backend's own.
   std::string device = {};
+  // Record a step once and replay it (docs/cuda-graphs.md): the executor is a ReplayingExecutor
+  // around the backend's, with the backend's StepRecorder (CUDA graphs for cuda). make_executor
+  // refuses it (Unimplemented) for a backend without a recorder.
+  bool cuda_graphs = false;
 };
 
 using ExecutorFactory = std::function<std::unique_ptr<GraphExecutor>(Network&, const ExecutorOptions&)>;

@@ -12,6 +12,7 @@
 #include "deep500/net/network.h"
 #include "deep500/metrics/results.h"
 #include "deep500/metrics/runner.h"
+#include "deep500/net/replaying_executor.h"
 
 namespace d5 {
 
@@ -40,6 +41,10 @@ struct NetBenchOptions {
   // calls copy nothing between host and device, as a framework step whose batch is already on the
   // GPU. Other executors run as without it.
   bool resident_io = false;
+  // ExecutorOptions::cuda_graphs: steady-state calls replay a recorded step (docs/cuda-graphs.md).
+  // The executor records before validation, so that validation checks replayed calls; a case
+  // whose timed calls were not replays is UNIMPLEMENTED with the reason.
+  bool cuda_graphs = false;
   // The network the reference executor validates against when `net` was rewritten (micro-batched
   // convolutions): the untransformed one, so that every backend, the reference one included, is
   // checked against what the network computed before the rewrite. Null: `net` itself.
@@ -49,5 +54,9 @@ struct NetBenchOptions {
 // One case per executor named "<network>/<backend>". Executors that are not registered are
 // SKIPPED; a network an executor cannot run is UNIMPLEMENTED with the reason.
 std::vector<CaseResult> bench_network(Network& network, const NetBenchOptions& options);
+
+// The report of a ReplayingExecutor (--cuda-graphs) as a case's params["cuda_graphs"]; null
+// for any other executor.
+nlohmann::json replay_report_json(GraphExecutor& ex);
 
 }  // namespace d5

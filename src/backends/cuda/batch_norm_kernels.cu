@@ -2,6 +2,7 @@
 // with a fixed reduction tree, so results do not depend on timing; element-wise passes are
 // grid-stride loops over 64-bit indices.
 #include "kernel_grid.h"
+#include "op_stream.h"
 #include <cmath>
 
 #include "batch_norm_kernels.h"
@@ -85,27 +86,27 @@ __global__ void add_statistics_gradient_kernel(const float* x, const float* mean
 }  // namespace
 
 void bn_inverse_std(const float* var, double epsilon, int64_t c, float* invstd, cudaStream_t s) {
-  inverse_std_kernel<<<blocks_for(c), kThreads, 0, s>>>(var, epsilon, c, invstd);
+  inverse_std_kernel<<<blocks_for(c), kThreads, 0, launch_stream(s)>>>(var, epsilon, c, invstd);
 }
 
 void bn_running_statistics(const float* in_mean, const float* in_var, const float* mean, const float* invstd,
                            double epsilon, double momentum, int64_t c, float* out_mean, float* out_var,
                            cudaStream_t s) {
-  running_statistics_kernel<<<blocks_for(c), kThreads, 0, s>>>(in_mean, in_var, mean, invstd, epsilon, momentum, c,
+  running_statistics_kernel<<<blocks_for(c), kThreads, 0, launch_stream(s)>>>(in_mean, in_var, mean, invstd, epsilon, momentum, c,
                                                                out_mean, out_var);
 }
 
 void bn_parameter_gradients(const float* x, const float* dy, const float* mean, const float* invstd, int64_t n,
                             int64_t c, int64_t inner, float* dscale, float* dbias, cudaStream_t s) {
   if (c == 0 || (!dscale && !dbias)) return;
-  parameter_gradients_kernel<<<static_cast<unsigned>(c), kThreads, 0, s>>>(x, dy, mean, invstd, n, c, inner, dscale,
+  parameter_gradients_kernel<<<static_cast<unsigned>(c), kThreads, 0, launch_stream(s)>>>(x, dy, mean, invstd, n, c, inner, dscale,
                                                                            dbias);
 }
 
 void bn_scaled_gradient(const float* dy, const float* scale, const float* invstd, int64_t n, int64_t c, int64_t inner,
                         float* dx, cudaStream_t s) {
   const int64_t total = n * c * inner;
-  scaled_gradient_kernel<<<blocks_for(total), kThreads, 0, s>>>(dy, scale, invstd, total, c, inner, dx);
+  scaled_gradient_kernel<<<blocks_for(total), kThreads, 0, launch_stream(s)>>>(dy, scale, invstd, total, c, inner, dx);
 }
 
 void bn_add_statistics_gradient(const float* x, const float* mean, const float* dmean, const float* dvar,
@@ -113,7 +114,7 @@ void bn_add_statistics_gradient(const float* x, const float* mean, const float* 
                                 cudaStream_t s) {
   if (!dmean && !dvar) return;
   const int64_t total = n * c * inner;
-  add_statistics_gradient_kernel<<<blocks_for(total), kThreads, 0, s>>>(x, mean, dmean, dvar, mean_factor, var_factor,
+  add_statistics_gradient_kernel<<<blocks_for(total), kThreads, 0, launch_stream(s)>>>(x, mean, dmean, dvar, mean_factor, var_factor,
                                                                         total, c, inner, dx);
 }
 

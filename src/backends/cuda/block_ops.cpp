@@ -70,14 +70,14 @@ class BlockOp : public CudaOp {
     if (!all) zero_tensor(whole);
     for (size_t i = 0; i < rows_.size(); ++i) {
       if (!parts[i].defined()) continue;
-      copy_rows(parts[i].data(), whole.data(), outer_, rows_[i], rows_[i], 0, whole_row_, offsets_[i], es_, nullptr);
+      copy_rows(parts[i].data(), whole.data(), outer_, rows_[i], rows_[i], 0, whole_row_, offsets_[i], es_, op_stream());
       check_launch("copy_rows");
     }
   }
   void split_whole(const Tensor& whole, std::span<Tensor> parts) {
     for (size_t i = 0; i < rows_.size(); ++i) {
       if (!parts[i].defined() || parts[i].numel() == 0) continue;  // gradients nobody needs
-      copy_rows(whole.data(), parts[i].data(), outer_, rows_[i], whole_row_, offsets_[i], rows_[i], 0, es_, nullptr);
+      copy_rows(whole.data(), parts[i].data(), outer_, rows_[i], whole_row_, offsets_[i], rows_[i], 0, es_, op_stream());
       check_launch("copy_rows");
     }
   }
@@ -117,11 +117,13 @@ class GatherOp : public CudaOp {
   void forward(std::span<const Tensor> in, std::span<Tensor> out) override {
     check_inputs(in);
     check_indices(in[1]);
-    gather_rows(in[0].data(), out[0].data(), norm_.as<int64_t>(), outer_, n_, extent_, inner_, es_, nullptr);
+    gather_rows(in[0].data(), out[0].data(), norm_.as<int64_t>(), outer_, n_, extent_, inner_, es_, op_stream());
     check_launch("gather_rows");
-    if (const auto bad = flag_.read())
-      D5_THROW(InvalidArgument, "{}: index {} (position {}) is out of range for an axis of extent {}",
-               spec_.label(), read_index(in[1].data(), is64_, *bad), *bad, extent_);
+    check_on_host([this, indices = in[1].data()] {
+      if (const auto bad = flag_.read())
+        D5_THROW(InvalidArgument, "{}: index {} (position {}) is out of range for an axis of extent {}",
+                 spec_.label(), read_index(indices, is64_, *bad), *bad, extent_);
+    });
   }
 
   // Repeated indices read one row several times: their gradients add up, in index order.
@@ -131,10 +133,10 @@ class GatherOp : public CudaOp {
     if (!gy[0].defined()) return zero_tensor(gx[0]);
     check_indices(in[1]);  // forward has already rejected bad ones
     gather_sort_indices(norm_.as<int64_t>(), n_, extent_, counts_.as<int64_t>(), first_.as<int64_t>(),
-                        order_.as<int64_t>(), nullptr);
+                        order_.as<int64_t>(), op_stream());
     check_launch("gather_sort_indices");
     gather_backward_f32(fptr(gy[0]), fptr(gx[0]), order_.as<int64_t>(), first_.as<int64_t>(), outer_, n_, extent_,
-                        inner_, nullptr);
+                        inner_, op_stream());
     check_launch("gather_backward_f32");
   }
 
@@ -173,7 +175,7 @@ class WhereOp : public CudaOp {
   void forward(std::span<const Tensor> in, std::span<Tensor> out) override {
     check_inputs(in);
     where_forward(static_cast<const unsigned char*>(in[0].data()), in[1].data(), in[2].data(), out[0].data(),
-                  out[0].numel(), maps_[0], maps_[1], maps_[2], es_, nullptr);
+                  out[0].numel(), maps_[0], maps_[1], maps_[2], es_, op_stream());
     check_launch("where_forward");
   }
 

@@ -100,7 +100,7 @@ class ConstantOfShapeOp : public CudaOp {
   std::string implementation() const override { return "cuda:kernel"; }
   void forward(std::span<const Tensor> in, std::span<Tensor> out) override {
     check_inputs(in);
-    fill_words(out[0].data(), out[0].numel(), bits_, elem_, nullptr);
+    fill_words(out[0].data(), out[0].numel(), bits_, elem_, op_stream());
     check_launch("fill_words");
   }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "deep500/core/error.h"
+#include "cuda_common.h"
 #include "nvml.h"
 
 namespace d5::cuda {
@@ -32,7 +33,12 @@ void check(cudaError_t e, const char* call, int32_t index) {
 void* CudaAllocator::raw_allocate(size_t bytes, int32_t index) {
   use_device(index, "allocating device memory");
   void* p = nullptr;
+  // A step being recorded as a CUDA graph allocates from its pool, and cudaMalloc is not
+  // captured: under the capture's thread-local mode it would fail, so it runs relaxed.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
   const cudaError_t e = cudaMalloc(&p, bytes);
+  cudaThreadExchangeStreamCaptureMode(&mode);
   if (e == cudaErrorMemoryAllocation) {
     cudaGetLastError();  // reset the last-error state, so a later check does not report this one
     size_t free = 0, total = 0;
@@ -50,9 +56,29 @@ void CudaAllocator::raw_free(void* data, int32_t index) {
   if (cudaSetDevice(index) == cudaSuccess) cudaFree(data);  // never throws: runs in destructors
 }
 
+// Fills and copies within the device run on the operators' stream (op_stream.h) and are waited
+// for, except inside a capture, where they become part of the graph.
+namespace {
+void finish_on_op_stream(int32_t index, const char* call) {
+  const cudaStream_t s = index == kOpDevice ? op_stream() : nullptr;
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (s) check(cudaStreamIsCapturing(s, &capturing), "cudaStreamIsCapturing", index);
+  if (capturing == cudaStreamCaptureStatusNone) check(cudaStreamSynchronize(s), call, index);
+}
+cudaStream_t stream_for(int32_t index) { return index == kOpDevice ? op_stream() : nullptr; }
+}  // namespace
+
 void CudaAllocator::zero(void* data, size_t bytes, int32_t index) {
   use_device(index, "zeroing device memory");
-  check(cudaMemset(data, 0, bytes), "cudaMemset", index);
+  check(cudaMemsetAsync(data, 0, bytes, stream_for(index)), "cudaMemsetAsync", index);
+  finish_on_op_stream(index, "cudaStreamSynchronize (after cudaMemsetAsync)");
+}
+
+bool CudaAllocator::copy_within(void* dst, const void* src, size_t bytes, int32_t index) {
+  use_device(index, "copying device memory");
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_for(index)), "cudaMemcpyAsync", index);
+  finish_on_op_stream(index, "cudaStreamSynchronize (after cudaMemcpyAsync)");
+  return true;
 }
 
 void CudaAllocator::copy_to_host(void* host, const void* device, size_t bytes, int32_t index) {

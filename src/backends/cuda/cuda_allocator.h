@@ -20,6 +20,7 @@ class CudaAllocator final : public CachingDeviceAllocator {
   void zero(void* data, size_t bytes, int32_t index) override;
   void copy_to_host(void* host, const void* device, size_t bytes, int32_t index) override;
   void copy_from_host(void* device, const void* host, size_t bytes, int32_t index) override;
+  bool copy_within(void* dst, const void* src, size_t bytes, int32_t index) override;
   void synchronize(int32_t index) override;
   // Page-locked host memory from a cache (cudaHostAlloc synchronises the device), and copies from
   // it on a non-blocking stream of the device's own (cuda_staging.cpp).

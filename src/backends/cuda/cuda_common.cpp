@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <utility>
 
 #include "deep500/core/device_allocator.h"
 #include "deep500/core/math_mode.h"
@@ -71,6 +72,41 @@ cudnnHandle_t cudnn_handle() {
   return h;
 }
 
+namespace {
+thread_local cudaStream_t t_op_stream = nullptr;
+thread_local std::vector<std::function<void()>>* t_deferred_checks = nullptr;
+}  // namespace
+
+void check_on_host(std::function<void()> check) {
+  if (t_deferred_checks) t_deferred_checks->push_back(std::move(check));
+  else check();
+}
+
+DeferredHostChecks::DeferredHostChecks(std::vector<std::function<void()>>& into)
+    : previous_(std::exchange(t_deferred_checks, &into)) {}
+
+DeferredHostChecks::~DeferredHostChecks() { t_deferred_checks = previous_; }
+
+cudaStream_t op_stream() { return t_op_stream; }
+
+OpStreamScope::OpStreamScope(cudaStream_t stream, void* cublas_workspace, size_t workspace_bytes)
+    : previous_(t_op_stream) {
+  const cublasHandle_t blas = cublas_handle();
+  const cudnnHandle_t dnn = cudnn_handle();
+  check_cublas(cublasSetStream(blas, stream), "cublasSetStream");
+  // After cublasSetStream, which puts the handle back on its default workspace.
+  check_cublas(cublasSetWorkspace(blas, cublas_workspace, workspace_bytes), "cublasSetWorkspace");
+  check_cudnn(cudnnSetStream(dnn, stream), "cudnnSetStream");
+  t_op_stream = stream;
+}
+
+// Never throws: a failure to rebind is reported by the next call on the handle.
+OpStreamScope::~OpStreamScope() {
+  t_op_stream = previous_;
+  cublasSetStream(cublas_handle(), previous_);
+  cudnnSetStream(cudnn_handle(), previous_);
+}
+
 bool allow_tf32() { return f32_math() == F32Math::tf32; }
 
 void apply_f32_math() {
@@ -102,7 +138,7 @@ DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
 }
 
 void zero_tensor(Tensor& t) {
-  if (t.defined() && t.bytes() > 0) check_cuda(cudaMemsetAsync(t.data(), 0, t.bytes(), nullptr), "cudaMemsetAsync");
+  if (t.defined() && t.bytes() > 0) check_cuda(cudaMemsetAsync(t.data(), 0, t.bytes(), op_stream()), "cudaMemsetAsync");
 }
 
 void zero_gradients(std::span<Tensor> gx) {
@@ -111,7 +147,7 @@ void zero_gradients(std::span<Tensor> gx) {
 
 void copy_device(void* dst, const void* src, size_t bytes) {
   if (bytes == 0 || dst == src) return;
-  check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync");
+  check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, op_stream()), "cudaMemcpyAsync");
 }
 
 void add_op(OpRegistry& r, const std::string& op_type, Maker make, AddOpOptions options) {

@@ -5,8 +5,11 @@
 //
 // Every operator runs on the legacy default stream of its device: the device allocator copies
 // and fills there too (cuda_allocator.h), so a tensor copied in is ready for the kernel that
-// follows, and a copy back waits for it, without events between them. Operators are created for
-// cuda:0: placing nodes on several GPUs is an executor's decision, which no executor makes yet.
+// follows, and a copy back waits for it, without events between them. The exception is a step
+// being recorded as a CUDA graph, which capture refuses on the legacy stream: OpStreamScope then
+// moves the thread's operators, cuBLAS and cuDNN to the recording's stream (op_stream.h).
+// Operators are created for cuda:0: placing nodes on several GPUs is an executor's decision,
+// which no executor makes yet.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,6 +27,7 @@
 #include "deep500/op/op_registry.h"
 #include "deep500/op/op_semantics.h"
 #include "deep500/op/operator.h"
+#include "op_stream.h"
 
 namespace d5::cuda {
 
@@ -52,14 +56,46 @@ void check_launch(const char* kernel);
 const std::string& device_unusable_reason();
 
 // Per-device handles, created on first use and kept for the process; both are bound to the
-// legacy default stream.
+// legacy default stream, or to the stream of an OpStreamScope while one lasts.
 cublasHandle_t cublas_handle();
 cudnnHandle_t cudnn_handle();
+
+// While it lasts, the calling thread's operators issue their work on `stream` (op_stream()), and
+// cuBLAS and cuDNN run there, cuBLAS in `cublas_workspace` (capture needs a workspace of the
+// caller's: cuBLAS would otherwise allocate one per capture). `stream` must be a blocking stream:
+// work on the legacy stream still orders against it, and a synchronous copy issued inside a
+// capture is then an error rather than work the graph silently misses.
+class OpStreamScope {
+ public:
+  OpStreamScope(cudaStream_t stream, void* cublas_workspace, size_t workspace_bytes);
+  ~OpStreamScope();
+  OpStreamScope(const OpStreamScope&) = delete;
+  OpStreamScope& operator=(const OpStreamScope&) = delete;
+
+ private:
+  cudaStream_t previous_;
+};
 // Whether f32 products may use TF32 tensor cores (d5 --math tf32, core/math_mode.h); off by
 // default, so f32 results match the reference within its tolerance.
 bool allow_tf32();
 // Sets the cuBLAS handle's math mode to the process's current choice, when it changed.
 void apply_f32_math();
+
+// Runs `check` now; while a step is being recorded as a CUDA graph (a DeferredHostChecks scope),
+// after every replay of it instead. For an operator's validation of device values on the host (a
+// class index out of range, an index past an axis): reading them back synchronises, which capture
+// cannot hold. `check` must capture by value what it reads, and throws what the operator would.
+void check_on_host(std::function<void()> check);
+class DeferredHostChecks {
+ public:
+  explicit DeferredHostChecks(std::vector<std::function<void()>>& into);
+  ~DeferredHostChecks();
+  DeferredHostChecks(const DeferredHostChecks&) = delete;
+  DeferredHostChecks& operator=(const DeferredHostChecks&) = delete;
+
+ private:
+  std::vector<std::function<void()>>* previous_;
+};
 
 // Version strings of the libraries loaded at run time ("13.0.2", "9.19.0").
 std::string cublas_version();

@@ -95,7 +95,7 @@ void run_sum(const float* x, float* y, const Reduction& r) {
 }
 
 unsigned long long* FirstBad::reset() {
-  check_cuda(cudaMemsetAsync(buf_.get(), 0xFF, sizeof(unsigned long long), nullptr), "cudaMemsetAsync");
+  check_cuda(cudaMemsetAsync(buf_.get(), 0xFF, sizeof(unsigned long long), op_stream()), "cudaMemsetAsync");
   return buf_.as<unsigned long long>();
 }
 

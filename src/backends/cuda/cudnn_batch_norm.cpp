@@ -100,11 +100,11 @@ class BatchNormOp final : public CudaOp, public SparseOutputGradients {
     kernels::bn_inverse_std(fptr(in[4]), epsilon_, c_, invstd_.as<float>(), nullptr);
     check_launch("bn_inverse_std");
     if (float* dx = grad(gx, 0)) {
-      kernels::bn_scaled_gradient(dy, fptr(in[1]), invstd_.as<float>(), n_, c_, inner_, dx, nullptr);
+      kernels::bn_scaled_gradient(dy, fptr(in[1]), invstd_.as<float>(), n_, c_, inner_, dx, op_stream());
       check_launch("bn_scaled_gradient");
     }
     kernels::bn_parameter_gradients(fptr(in[0]), dy, fptr(in[3]), invstd_.as<float>(), n_, c_, inner_, grad(gx, 1),
-                                    grad(gx, 2), nullptr);
+                                    grad(gx, 2), op_stream());
     check_launch("bn_parameter_gradients");
   }
 
@@ -126,7 +126,7 @@ class BatchNormOp final : public CudaOp, public SparseOutputGradients {
           "cudnnBatchNormalizationBackward");
     } else {
       kernels::bn_parameter_gradients(fptr(in[0]), dy, saved_mean_.as<float>(), saved_invstd_.as<float>(), n_, c_,
-                                      inner_, grad(gx, 1), grad(gx, 2), nullptr);
+                                      inner_, grad(gx, 1), grad(gx, 2), op_stream());
       check_launch("bn_parameter_gradients");
     }
     const float* dmean = grad(gy, 1);

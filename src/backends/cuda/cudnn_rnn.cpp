@@ -155,7 +155,7 @@ class CudnnRnnOp final : public CudaOp {
     w_ = DeviceBuffer(weight_bytes_);
     dw_ = DeviceBuffer(weight_bytes_);
     // Biases stay zero without B; cuDNN's padding between blocks, if any, is zero too.
-    check_cuda(cudaMemsetAsync(w_.get(), 0, weight_bytes_, nullptr), "cudaMemsetAsync");
+    check_cuda(cudaMemsetAsync(w_.get(), 0, weight_bytes_, op_stream()), "cudaMemsetAsync");
     locate_weights();
     ybuf_ = DeviceBuffer(static_cast<size_t>(y_elems()) * sizeof(float));
   }
@@ -192,14 +192,14 @@ class CudnnRnnOp final : public CudaOp {
         rnn_kernels::reverse_sequences(y, out_y, lens_dev_.as<int32_t>(), seq_, batch_, hidden_, batch_major_,
                                        nullptr);
       else if (y_transposed())
-        rnn_kernels::swap_middle_axes(y, out_y, seq_, batch_, dirs_, hidden_, nullptr);  // -> [S, D, N, H]
+        rnn_kernels::swap_middle_axes(y, out_y, seq_, batch_, dirs_, hidden_, op_stream());  // -> [S, D, N, H]
       else
         copy_device(out_y, y, static_cast<size_t>(y_elems()) * sizeof(float));
       check_launch("rnn output");
     }
     if (swap_states) {
-      if (out_hy) rnn_kernels::swap_middle_axes(hy, out_hy, 1, dirs_, batch_, hidden_, nullptr);  // -> [N, D, H]
-      if (out_cy) rnn_kernels::swap_middle_axes(cy, out_cy, 1, dirs_, batch_, hidden_, nullptr);
+      if (out_hy) rnn_kernels::swap_middle_axes(hy, out_hy, 1, dirs_, batch_, hidden_, op_stream());  // -> [N, D, H]
+      if (out_cy) rnn_kernels::swap_middle_axes(cy, out_cy, 1, dirs_, batch_, hidden_, op_stream());
       check_launch("swap_middle_axes");
     }
     ran_forward_ = true;
@@ -221,13 +221,13 @@ class CudnnRnnOp final : public CudaOp {
     if (!g_y || reverse_ || y_transposed() || !empty_.empty()) {
       float* buf = ensure(dybuf_, y_elems());
       if (!g_y)
-        check_cuda(cudaMemsetAsync(buf, 0, static_cast<size_t>(y_elems()) * sizeof(float), nullptr),
+        check_cuda(cudaMemsetAsync(buf, 0, static_cast<size_t>(y_elems()) * sizeof(float), op_stream()),
                    "cudaMemsetAsync");
       else if (reverse_)
         rnn_kernels::reverse_sequences(g_y, buf, lens_dev_.as<int32_t>(), seq_, batch_, hidden_, batch_major_,
                                        nullptr);
       else if (y_transposed())
-        rnn_kernels::swap_middle_axes(g_y, buf, seq_, dirs_, batch_, hidden_, nullptr);  // -> [S, N, D, H]
+        rnn_kernels::swap_middle_axes(g_y, buf, seq_, dirs_, batch_, hidden_, op_stream());  // -> [S, N, D, H]
       else
         copy_device(buf, g_y, static_cast<size_t>(y_elems()) * sizeof(float));
       check_launch("rnn upstream gradient");
@@ -241,7 +241,7 @@ class CudnnRnnOp final : public CudaOp {
     float* dx = g_x && !reverse_ ? g_x : ensure(dxbuf_, x_elems());
     // Positions past a sequence's end get no gradient (the reversal writes zeros there itself).
     if (varlen_ && !reverse_)
-      check_cuda(cudaMemsetAsync(dx, 0, static_cast<size_t>(x_elems()) * sizeof(float), nullptr), "cudaMemsetAsync");
+      check_cuda(cudaMemsetAsync(dx, 0, static_cast<size_t>(x_elems()) * sizeof(float), op_stream()), "cudaMemsetAsync");
     const bool swap_states = states_transposed();
     float* g_h0 = has_h0_ ? grad(gx, 5) : nullptr;
     float* g_c0 = has_c0_ ? grad(gx, 6) : nullptr;
@@ -257,7 +257,7 @@ class CudnnRnnOp final : public CudaOp {
     float* g_b = has_bias_ ? grad(gx, 3) : nullptr;
     if (g_w || g_r || g_b) {
       // cuDNN adds the weight gradients to what dweightSpace holds.
-      check_cuda(cudaMemsetAsync(dw_.get(), 0, weight_bytes_, nullptr), "cudaMemsetAsync");
+      check_cuda(cudaMemsetAsync(dw_.get(), 0, weight_bytes_, op_stream()), "cudaMemsetAsync");
       check_cudnn(cudnnRNNBackwardWeights_v8(h, rnn_.get(), CUDNN_WGRAD_MODE_ADD, lens_dev_.as<int32_t>(),
                                              x_desc_.get(), p.x, state_.get(), p.hx, y_desc_.get(), ybuf_.get(),
                                              weight_bytes_, dw_.get(), ws_.bytes(), ws_.get(), rs_.bytes(), rs_.get()),
@@ -267,8 +267,8 @@ class CudnnRnnOp final : public CudaOp {
 
     if (g_x && reverse_)
       rnn_kernels::reverse_sequences(dx, g_x, lens_dev_.as<int32_t>(), seq_, batch_, input_, batch_major_, nullptr);
-    if (g_h0 && swap_states) rnn_kernels::swap_middle_axes(dhx, g_h0, 1, dirs_, batch_, hidden_, nullptr);
-    if (g_c0 && swap_states) rnn_kernels::swap_middle_axes(dcx, g_c0, 1, dirs_, batch_, hidden_, nullptr);
+    if (g_h0 && swap_states) rnn_kernels::swap_middle_axes(dhx, g_h0, 1, dirs_, batch_, hidden_, op_stream());
+    if (g_c0 && swap_states) rnn_kernels::swap_middle_axes(dcx, g_c0, 1, dirs_, batch_, hidden_, op_stream());
     check_launch("rnn input gradients");
   }
 
@@ -458,7 +458,7 @@ class CudnnRnnOp final : public CudaOp {
       if (!given) return nullptr;
       if (!states_transposed()) return fptr(in[i]);
       float* b = ensure(buf, state_elems());
-      rnn_kernels::swap_middle_axes(fptr(in[i]), b, 1, batch_, dirs_, hidden_, nullptr);  // -> [D, N, H]
+      rnn_kernels::swap_middle_axes(fptr(in[i]), b, 1, batch_, dirs_, hidden_, op_stream());  // -> [D, N, H]
       check_launch("swap_middle_axes");
       return b;
     };
@@ -473,7 +473,7 @@ class CudnnRnnOp final : public CudaOp {
     if (!states_transposed() && empty_.empty()) return g;
     float* b = ensure(buf, state_elems());
     if (states_transposed()) {
-      rnn_kernels::swap_middle_axes(g, b, 1, batch_, dirs_, hidden_, nullptr);  // -> [D, N, H]
+      rnn_kernels::swap_middle_axes(g, b, 1, batch_, dirs_, hidden_, op_stream());  // -> [D, N, H]
       check_launch("swap_middle_axes");
     } else {
       copy_device(b, g, static_cast<size_t>(state_elems()) * sizeof(float));
@@ -487,7 +487,7 @@ class CudnnRnnOp final : public CudaOp {
     const int64_t row = dirs_ * hidden_;
     for (int64_t b : empty_) {
       const int64_t at = (batch_major_ ? b * seq_ : b) * row;
-      check_cuda(cudaMemsetAsync(y + at, 0, static_cast<size_t>(row) * sizeof(float), nullptr), "cudaMemsetAsync");
+      check_cuda(cudaMemsetAsync(y + at, 0, static_cast<size_t>(row) * sizeof(float), op_stream()), "cudaMemsetAsync");
     }
   }
   // Each empty sequence's rows of a [directions, batch, hidden] state.
@@ -495,8 +495,7 @@ class CudnnRnnOp final : public CudaOp {
     if (!s) return;
     for (int64_t b : empty_)
       for (int64_t d = 0; d < dirs_; ++d)
-        check_cuda(cudaMemsetAsync(s + (d * batch_ + b) * hidden_, 0, static_cast<size_t>(hidden_) * sizeof(float),
-                                   nullptr),
+        check_cuda(cudaMemsetAsync(s + (d * batch_ + b) * hidden_, 0, static_cast<size_t>(hidden_) * sizeof(float), op_stream()),
                    "cudaMemsetAsync");
   }
 

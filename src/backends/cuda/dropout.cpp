@@ -39,7 +39,7 @@ class DropoutOp : public CudaOp {
       check_cuda(cudaMemcpy(mask_.get(), host_mask_.data(), host_mask_.size(), cudaMemcpyHostToDevice),
                  "cudaMemcpy (Dropout mask)");
     } else if (n_ > 0) {
-      check_cuda(cudaMemsetAsync(mask_.get(), 1, static_cast<size_t>(n_), nullptr), "cudaMemsetAsync");
+      check_cuda(cudaMemsetAsync(mask_.get(), 1, static_cast<size_t>(n_), op_stream()), "cudaMemsetAsync");
     }
     ran_ = true;
     kernels::masked_scale(fptr(in[0]), mask_.as<uint8_t>(), scale_, fptr(out[0]), n_, nullptr);

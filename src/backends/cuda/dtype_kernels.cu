@@ -3,6 +3,7 @@
 // block per row with a fixed-order shared-memory tree. No atomics in any sum, so runs agree bit
 // for bit.
 #include "kernel_grid.h"
+#include "op_stream.h"
 #include "dtype_kernels.h"
 
 #include <cuda_bf16.h>
@@ -344,10 +345,10 @@ __global__ void instance_norm_params_kernel(const double* sum_dy, const double* 
 void fill_words(void* out, int64_t n, uint64_t bits, int elem_size, cudaStream_t stream) {
   if (n <= 0) return;
   switch (elem_size) {
-    case 1: fill_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<uint8_t*>(out), n, static_cast<uint8_t>(bits)); break;
-    case 2: fill_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<uint16_t*>(out), n, static_cast<uint16_t>(bits)); break;
-    case 4: fill_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<uint32_t*>(out), n, static_cast<uint32_t>(bits)); break;
-    default: fill_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<uint64_t*>(out), n, bits); break;
+    case 1: fill_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(static_cast<uint8_t*>(out), n, static_cast<uint8_t>(bits)); break;
+    case 2: fill_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(static_cast<uint16_t*>(out), n, static_cast<uint16_t>(bits)); break;
+    case 4: fill_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(static_cast<uint32_t*>(out), n, static_cast<uint32_t>(bits)); break;
+    default: fill_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(static_cast<uint64_t*>(out), n, bits); break;
   }
 }
 
@@ -356,13 +357,13 @@ void compare(Logic op, Elem t, const void* a, const StridedMap& am, const void* 
   if (n <= 0) return;
   dispatch_numeric(t, [&](auto tag) {
     using T = decltype(tag);
-    compare_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(op, static_cast<const T*>(a), am,
+    compare_kernel<T><<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(op, static_cast<const T*>(a), am,
                                                               static_cast<const T*>(b), bm, y, n);
   });
 }
 
 void logical_not(const bool* x, bool* y, int64_t n, cudaStream_t stream) {
-  if (n > 0) not_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n);
+  if (n > 0) not_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(x, y, n);
 }
 
 void cast(Elem from, Elem to, const void* x, void* y, int64_t n, unsigned long long* bad_pos, cudaStream_t stream) {
@@ -371,7 +372,7 @@ void cast(Elem from, Elem to, const void* x, void* y, int64_t n, unsigned long l
     using S = decltype(s_tag);
     dispatch_all(to, [&](auto d_tag) {
       using D = decltype(d_tag);
-      cast_kernel<S, D><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<D*>(y), n,
+      cast_kernel<S, D><<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(static_cast<const S*>(x), static_cast<D*>(y), n,
                                                                 bad_pos);
     });
   });
@@ -384,7 +385,7 @@ void arg_extreme(Elem t, bool max, bool last, const void* x, int64_t* y, int64_t
   dispatch_numeric(t, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>)
-      arg_extreme_kernel<T><<<blocks_for(lines), kThreads, 0, stream>>>(static_cast<const T*>(x), y, outer, n, inner,
+      arg_extreme_kernel<T><<<blocks_for(lines), kThreads, 0, launch_stream(stream)>>>(static_cast<const T*>(x), y, outer, n, inner,
                                                                         max, last);
   });
 }
@@ -395,7 +396,7 @@ void cumsum(Elem t, const void* x, void* y, int64_t outer, int64_t n, int64_t in
   if (lines <= 0 || n <= 0) return;
   auto launch = [&](auto tag) {
     using T = decltype(tag);
-    cumsum_kernel<T><<<blocks_for(lines), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), outer,
+    cumsum_kernel<T><<<blocks_for(lines), kThreads, 0, launch_stream(stream)>>>(static_cast<const T*>(x), static_cast<T*>(y), outer,
                                                                  n, inner, exclusive, reverse);
   };
   switch (t) {
@@ -408,15 +409,15 @@ void cumsum(Elem t, const void* x, void* y, int64_t outer, int64_t n, int64_t in
 }
 
 void accumulate_f32(const float* x, const StridedMap& m, double* acc, bool first, int64_t n, cudaStream_t stream) {
-  if (n > 0) accumulate_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, m, acc, first, n);
+  if (n > 0) accumulate_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(x, m, acc, first, n);
 }
 
 void divide_f32(const double* acc, double divisor, float* y, int64_t n, cudaStream_t stream) {
-  if (n > 0) divide_kernel<<<blocks_for(n), kThreads, 0, stream>>>(acc, divisor, y, n);
+  if (n > 0) divide_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(acc, divisor, y, n);
 }
 
 void scale_f32(const float* x, double scale, float* y, int64_t n, cudaStream_t stream) {
-  if (n > 0) scale_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, scale, y, n);
+  if (n > 0) scale_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(x, scale, y, n);
 }
 
 void select_step(Elem t, bool max, int k, const void* x, const StridedMap& m, void* best, int32_t* winner,
@@ -425,13 +426,13 @@ void select_step(Elem t, bool max, int k, const void* x, const StridedMap& m, vo
   dispatch_numeric(t, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (!std::is_same_v<T, bool>)
-      select_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(max, k, static_cast<const T*>(x), m,
+      select_kernel<T><<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(max, k, static_cast<const T*>(x), m,
                                                                static_cast<T*>(best), winner, n);
   });
 }
 
 void route_f32(const float* g, const int32_t* winner, int k, float* full, int64_t n, cudaStream_t stream) {
-  if (n > 0) route_kernel<<<blocks_for(n), kThreads, 0, stream>>>(g, winner, k, full, n);
+  if (n > 0) route_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(g, winner, k, full, n);
 }
 
 void instance_norm_forward(const float* x, const float* scale, const float* bias, float* y, double* mean,
@@ -439,7 +440,7 @@ void instance_norm_forward(const float* x, const float* scale, const float* bias
                            cudaStream_t stream) {
   if (rows <= 0 || inner <= 0) return;
   // A grid holds at most 2^31 - 1 blocks in x: far more rows than any N * C here.
-  instance_norm_forward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, scale, bias, y, mean, invstd,
+  instance_norm_forward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, launch_stream(stream)>>>(x, scale, bias, y, mean, invstd,
                                                                                     channels, inner, epsilon);
 }
 
@@ -447,14 +448,14 @@ void instance_norm_backward(const float* x, const float* dy, const float* scale,
                             const double* invstd, float* dx, double* sum_dy, double* sum_dyxh, int64_t rows,
                             int64_t channels, int64_t inner, cudaStream_t stream) {
   if (rows <= 0 || inner <= 0) return;
-  instance_norm_backward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+  instance_norm_backward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, launch_stream(stream)>>>(
       x, dy, scale, mean, invstd, dx, sum_dy, sum_dyxh, channels, inner);
 }
 
 void instance_norm_params(const double* sum_dy, const double* sum_dyxh, float* dscale, float* dbias, int64_t batch,
                           int64_t channels, cudaStream_t stream) {
   if (channels > 0)
-    instance_norm_params_kernel<<<blocks_for(channels), kThreads, 0, stream>>>(sum_dy, sum_dyxh, dscale, dbias,
+    instance_norm_params_kernel<<<blocks_for(channels), kThreads, 0, launch_stream(stream)>>>(sum_dy, sum_dyxh, dscale, dbias,
                                                                               batch, channels);
 }
 

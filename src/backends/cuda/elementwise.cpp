@@ -154,7 +154,7 @@ class BinaryOp : public CudaOp {
 
   void forward(std::span<const Tensor> in, std::span<Tensor> out) override {
     check_inputs(in);
-    kernels::binary_forward(op_, bc_, fptr(in[0]), fptr(in[1]), fptr(out[0]), out[0].numel(), nullptr);
+    kernels::binary_forward(op_, bc_, fptr(in[0]), fptr(in[1]), fptr(out[0]), out[0].numel(), op_stream());
     check_launch(spec_.type.c_str());
   }
 
@@ -166,8 +166,7 @@ class BinaryOp : public CudaOp {
     for (int i = 0; i < 2; ++i)
       if (gx[i].defined()) full[i] = scratch_[i].get() ? scratch_[i].as<float>() : fptr(gx[i]);
     const int64_t n = out[0].numel();
-    kernels::binary_backward(op_, bc_, fptr(in[0]), fptr(in[1]), fptr(out[0]), fptr(gy[0]), full[0], full[1], n,
-                             nullptr);
+    kernels::binary_backward(op_, bc_, fptr(in[0]), fptr(in[1]), fptr(out[0]), fptr(gy[0]), full[0], full[1], n, op_stream());
     check_launch(spec_.type.c_str());
     const size_t rank = out[0].shape().rank();
     const auto out_dims = aligned_dims(out[0].shape(), rank);

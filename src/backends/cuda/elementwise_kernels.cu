@@ -1,6 +1,7 @@
 // Element-wise kernels (elementwise_kernels.h). Grid-stride loops over 64-bit indices; one thread
 // per element keeps every result independent of the launch shape, so runs agree bit for bit.
 #include "kernel_grid.h"
+#include "op_stream.h"
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -287,38 +288,38 @@ __global__ void sum_to_shape_kernel(SumShape sh, const float* src, float* dst, i
 
 void unary_forward(Unary op, const UnaryParams& p, const float* x, float* y, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
-  with_unary(op, [&](auto u) { unary_forward_kernel<decltype(u)::value><<<blocks_for(n), kThreads, 0, s>>>(p, x, y, n); });
+  with_unary(op, [&](auto u) { unary_forward_kernel<decltype(u)::value><<<blocks_for(n), kThreads, 0, launch_stream(s)>>>(p, x, y, n); });
 }
 
 void unary_backward(Unary op, const UnaryParams& p, const float* x, const float* y, const float* gy, float* gx,
                     int64_t n, cudaStream_t s) {
   if (n <= 0) return;
   with_unary(op, [&](auto u) {
-    unary_backward_kernel<decltype(u)::value><<<blocks_for(n), kThreads, 0, s>>>(p, x, y, gy, gx, n);
+    unary_backward_kernel<decltype(u)::value><<<blocks_for(n), kThreads, 0, launch_stream(s)>>>(p, x, y, gy, gx, n);
   });
 }
 
 void binary_forward(Binary op, const Broadcast& b, const float* a, const float* bv, float* y, int64_t n,
                     cudaStream_t s) {
   if (n <= 0) return;
-  with_indexing(b, n, true, [&](auto m) { binary_forward_kernel<decltype(m)::value><<<blocks_for(n), kThreads, 0, s>>>(op, b, a, bv, y, n); });
+  with_indexing(b, n, true, [&](auto m) { binary_forward_kernel<decltype(m)::value><<<blocks_for(n), kThreads, 0, launch_stream(s)>>>(op, b, a, bv, y, n); });
 }
 
 void binary_backward(Binary op, const Broadcast& b, const float* a, const float* bv, const float* y,
                      const float* gy, float* ga_full, float* gb_full, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
   with_indexing(b, n, true, [&](auto m) {
-    binary_backward_kernel<decltype(m)::value><<<blocks_for(n), kThreads, 0, s>>>(op, b, a, bv, y, gy, ga_full, gb_full, n);
+    binary_backward_kernel<decltype(m)::value><<<blocks_for(n), kThreads, 0, launch_stream(s)>>>(op, b, a, bv, y, gy, ga_full, gb_full, n);
   });
 }
 
 void broadcast_scaled(const Broadcast& b, const float* a, float scale, float* y, int64_t n, cudaStream_t s) {
   if (n <= 0) return;
-  with_indexing(b, n, false, [&](auto m) { broadcast_scaled_kernel<decltype(m)::value><<<blocks_for(n), kThreads, 0, s>>>(b, a, scale, y, n); });
+  with_indexing(b, n, false, [&](auto m) { broadcast_scaled_kernel<decltype(m)::value><<<blocks_for(n), kThreads, 0, launch_stream(s)>>>(b, a, scale, y, n); });
 }
 
 void masked_scale(const float* x, const uint8_t* mask, double scale, float* y, int64_t n, cudaStream_t s) {
-  if (n > 0) masked_scale_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, mask, scale, y, n);
+  if (n > 0) masked_scale_kernel<<<blocks_for(n), kThreads, 0, launch_stream(s)>>>(x, mask, scale, y, n);
 }
 
 void sum_to_shape(const float* src, const int64_t* src_dims, float* dst, const int64_t* dst_dims, int rank,
@@ -334,7 +335,7 @@ void sum_to_shape(const float* src, const int64_t* src_dims, float* dst, const i
   }
   if (dst_n == 0) return;
   // A grid holds at most 2^31 - 1 blocks in x: far more than any destination here.
-  sum_to_shape_kernel<<<static_cast<unsigned>(dst_n), kThreads, 0, s>>>(sh, src, dst, reduced);
+  sum_to_shape_kernel<<<static_cast<unsigned>(dst_n), kThreads, 0, launch_stream(s)>>>(sh, src, dst, reduced);
 }
 
 }  // namespace d5::cuda::kernels

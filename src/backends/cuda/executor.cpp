@@ -7,7 +7,10 @@
 
 namespace d5::cuda {
 
+void register_graph_recorder();  // cuda_graph_recorder.cpp: --cuda-graphs
+
 void register_executor() {
+  register_graph_recorder();
   d5::register_executor("cuda", [](Network& network, const ExecutorOptions& o) -> std::unique_ptr<GraphExecutor> {
     OperatorExecutorOptions options = operator_executor_options(o);
     options.resident_parameters = true;

@@ -104,7 +104,7 @@ class GemmOp : public CudaOp {
     if (k_ == 0 && !(has_c_ && beta_ != 0)) return zero_tensor(out[0]);
     float beta = 0;
     if (has_c_ && beta_ != 0) {  // Y = beta C (broadcast), then the product adds onto it
-      kernels::broadcast_scaled(c_bc_, fptr(in[2]), beta_, fptr(out[0]), m_ * n_, nullptr);
+      kernels::broadcast_scaled(c_bc_, fptr(in[2]), beta_, fptr(out[0]), m_ * n_, op_stream());
       check_launch("broadcast_scaled");
       beta = 1;
     }
@@ -140,12 +140,12 @@ class GemmOp : public CudaOp {
     identity.dims[0] = c_n;
     identity.a_strides[0] = 1;
     if (!c_scratch_.get()) {
-      kernels::broadcast_scaled(identity, dy, beta_, dc, c_n, nullptr);
+      kernels::broadcast_scaled(identity, dy, beta_, dc, c_n, op_stream());
     } else {
       const int64_t full[2] = {m_, n_};
       kernels::sum_to_shape(dy, full, c_scratch_.as<float>(), c_dims_.data(), 2, nullptr);
       check_launch("sum_to_shape");
-      kernels::broadcast_scaled(identity, c_scratch_.as<float>(), beta_, dc, c_n, nullptr);
+      kernels::broadcast_scaled(identity, c_scratch_.as<float>(), beta_, dc, c_n, op_stream());
     }
     check_launch("broadcast_scaled");
   }

@@ -51,7 +51,7 @@ class NotOp : public CudaOp {
   std::string implementation() const override { return "cuda:kernel"; }
   void forward(std::span<const Tensor> in, std::span<Tensor> out) override {
     check_inputs(in);
-    logical_not(static_cast<const bool*>(in[0].data()), static_cast<bool*>(out[0].data()), out[0].numel(), nullptr);
+    logical_not(static_cast<const bool*>(in[0].data()), static_cast<bool*>(out[0].data()), out[0].numel(), op_stream());
     check_launch("Not");
   }
 };
@@ -111,9 +111,11 @@ class CastOp : public CudaOp {
     cast(elem_of(from), elem_of(to), x.data(), y.data(), n, check ? bad_.reset() : nullptr, nullptr);
     check_launch("Cast");
     if (!check) return;
-    if (const auto pos = bad_.read())
-      D5_THROW(InvalidArgument, "{}: value {} does not fit in {}", spec_.label(), read_element(x.data(), from, *pos),
-               to_string(to));
+    check_on_host([this, data = x.data(), from, to] {
+      if (const auto pos = bad_.read())
+        D5_THROW(InvalidArgument, "{}: value {} does not fit in {}", spec_.label(), read_element(data, from, *pos),
+                 to_string(to));
+    });
   }
 
   DType from_{}, to_{};

@@ -3,6 +3,7 @@
 // one block. Nothing depends on scheduling, and every sum is accumulated in double as the
 // reference does.
 #include "kernel_grid.h"
+#include "op_stream.h"
 #include "loss_kernels.h"
 
 #include <cmath>
@@ -170,50 +171,50 @@ __global__ void mse_backward_kernel(const float* p, const float* t, const float*
 
 void log_softmax_lanes(const float* x, float* logp, int64_t n, int64_t c, int64_t d, cudaStream_t stream) {
   if (n * d <= 0 || c <= 0) return;
-  log_softmax_kernel<<<blocks_for(n * d, 1), lane_threads(c), 0, stream>>>(x, logp, n, c, d);
+  log_softmax_kernel<<<blocks_for(n * d, 1), lane_threads(c), 0, launch_stream(stream)>>>(x, logp, n, c, d);
 }
 
 void nll_positions(const float* logp, const Targets& t, double* loss, double* weight, unsigned long long* bad_pos,
                    cudaStream_t stream) {
   const int64_t positions = t.n * t.d;
   if (positions <= 0) return;
-  nll_positions_kernel<<<blocks_for(positions, kThreads), kThreads, 0, stream>>>(logp, t, loss, weight, bad_pos);
+  nll_positions_kernel<<<blocks_for(positions, kThreads), kThreads, 0, launch_stream(stream)>>>(logp, t, loss, weight, bad_pos);
 }
 
 void finish_loss(const double* loss, const double* weight, int64_t positions, LossReduction r, float* out,
                  double* total_w, cudaStream_t stream) {
   if (r == LossReduction::None && positions > 0)
-    finish_none_kernel<<<blocks_for(positions, kThreads), kThreads, 0, stream>>>(loss, positions, out);
-  finish_sum_kernel<<<1, kThreads, 0, stream>>>(loss, weight, positions, r, out, total_w);
+    finish_none_kernel<<<blocks_for(positions, kThreads), kThreads, 0, launch_stream(stream)>>>(loss, positions, out);
+  finish_sum_kernel<<<1, kThreads, 0, launch_stream(stream)>>>(loss, weight, positions, r, out, total_w);
 }
 
 void softmax_xent_backward(const float* logp, const float* gy, const float* glogp, const Targets& t,
                            const double* total_w, LossReduction r, float* gx, cudaStream_t stream) {
   if (t.n * t.d <= 0 || t.c <= 0) return;
-  softmax_xent_backward_kernel<<<blocks_for(t.n * t.d, 1), lane_threads(t.c), 0, stream>>>(logp, gy, glogp, t,
+  softmax_xent_backward_kernel<<<blocks_for(t.n * t.d, 1), lane_threads(t.c), 0, launch_stream(stream)>>>(logp, gy, glogp, t,
                                                                                           total_w, r, gx);
 }
 
 void nll_backward(const float* gy, const Targets& t, const double* total_w, LossReduction r, float* gx,
                   cudaStream_t stream) {
   const int64_t numel = t.n * t.c * t.d;
-  if (numel > 0) cudaMemsetAsync(gx, 0, static_cast<size_t>(numel) * sizeof(float), stream);
+  if (numel > 0) cudaMemsetAsync(gx, 0, static_cast<size_t>(numel) * sizeof(float), launch_stream(stream));
   if (t.n * t.d > 0 && gy)
-    nll_backward_kernel<<<blocks_for(t.n * t.d, kThreads), kThreads, 0, stream>>>(gy, t, total_w, r, gx);
+    nll_backward_kernel<<<blocks_for(t.n * t.d, kThreads), kThreads, 0, launch_stream(stream)>>>(gy, t, total_w, r, gx);
 }
 
 void mse_forward(const float* p, const float* t, int64_t n, LossReduction r, float* out, cudaStream_t stream) {
   if (r == LossReduction::None) {
-    if (n > 0) mse_none_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(p, t, n, out);
+    if (n > 0) mse_none_kernel<<<blocks_for(n, kThreads), kThreads, 0, launch_stream(stream)>>>(p, t, n, out);
     return;
   }
-  mse_sum_kernel<<<1, kThreads, 0, stream>>>(p, t, n, r, out);
+  mse_sum_kernel<<<1, kThreads, 0, launch_stream(stream)>>>(p, t, n, r, out);
 }
 
 void mse_backward(const float* p, const float* t, const float* gy, int64_t n, LossReduction r, float* gp,
                   float* gt, cudaStream_t stream) {
   if (n <= 0) return;
-  mse_backward_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(p, t, gy, n, r, gp, gt);
+  mse_backward_kernel<<<blocks_for(n, kThreads), kThreads, 0, launch_stream(stream)>>>(p, t, gy, n, r, gp, gt);
 }
 
 }  // inline namespace movement

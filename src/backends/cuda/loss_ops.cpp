@@ -54,9 +54,11 @@ class ClassLossOp : public CudaOp {
     finish_loss(loss_.as<double>(), weight_.as<double>(), t.n * t.d, reduction_, fptr(out), total_w_.as<double>(),
                 nullptr);
     check_launch("finish_loss");
-    if (const auto bad = flag_.read())
-      D5_THROW(InvalidArgument, "{}: target {} at position {} is not a class index in [0, {}){}", spec_.label(),
-               read_index(t.labels, t.is64, *bad), *bad, t.c, t.has_ignore ? " nor ignore_index" : "");
+    check_on_host([this, t] {
+      if (const auto bad = flag_.read())
+        D5_THROW(InvalidArgument, "{}: target {} at position {} is not a class index in [0, {}){}", spec_.label(),
+                 read_index(t.labels, t.is64, *bad), *bad, t.c, t.has_ignore ? " nor ignore_index" : "");
+    });
   }
 
   LossReduction reduction_;
@@ -78,7 +80,7 @@ class NllLossOp : public ClassLossOp {
                 std::span<Tensor> gx) override {
     if (!gx[0].defined() || gx[0].numel() == 0) return;
     nll_backward(gy[0].defined() ? fptr(gy[0]) : nullptr, targets(in), total_w_.as<double>(), reduction_,
-                 fptr(gx[0]), nullptr);
+                 fptr(gx[0]), op_stream());
     check_launch("nll_backward");
   }
 };
@@ -123,7 +125,7 @@ class MseLossOp : public CudaOp {
                 std::span<Tensor> gx) override {
     const auto target = [&](size_t k) { return k < gx.size() && gx[k].defined() ? fptr(gx[k]) : nullptr; };
     mse_backward(fptr(in[0]), fptr(in[1]), gy[0].defined() ? fptr(gy[0]) : nullptr, in[0].numel(), reduction_,
-                 target(0), target(1), nullptr);
+                 target(0), target(1), op_stream());
     check_launch("mse_backward");
   }
 

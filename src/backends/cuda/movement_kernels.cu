@@ -3,6 +3,7 @@
 // are f32. Each output element is written by one thread, and sums (Pad's and Gather's
 // gradients) are accumulated in double in a fixed order, so results never depend on scheduling.
 #include "kernel_grid.h"
+#include "op_stream.h"
 #include "movement_kernels.h"
 
 #include <cstdint>
@@ -229,14 +230,14 @@ void strided_gather(const void* in, void* out, int64_t n, const StridedMap& m, i
   if (n <= 0) return;
   by_size(elem_size, [&](auto w) {
     using W = typename decltype(w)::type;
-    strided_gather_kernel<W><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const W*>(in),
+    strided_gather_kernel<W><<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(static_cast<const W*>(in),
                                                                       static_cast<W*>(out), n, m);
   });
 }
 
 void strided_scatter_f32(const float* src, float* dst, int64_t n, const StridedMap& m, cudaStream_t stream) {
   if (n <= 0) return;
-  strided_scatter_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, dst, n, m);
+  strided_scatter_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(src, dst, n, m);
 }
 
 void copy_rows(const void* src, void* dst, int64_t outer, int64_t count, int64_t src_row, int64_t src_off,
@@ -244,7 +245,7 @@ void copy_rows(const void* src, void* dst, int64_t outer, int64_t count, int64_t
   if (outer <= 0 || count <= 0) return;
   by_size(elem_size, [&](auto w) {
     using W = typename decltype(w)::type;
-    copy_rows_kernel<W><<<blocks_for(outer * count), kThreads, 0, stream>>>(
+    copy_rows_kernel<W><<<blocks_for(outer * count), kThreads, 0, launch_stream(stream)>>>(
         static_cast<const W*>(src), static_cast<W*>(dst), outer, count, src_row, src_off, dst_row, dst_off);
   });
 }
@@ -254,7 +255,7 @@ void pad_forward(const void* in, void* out, int64_t n, const PadMap& m, const in
   if (n <= 0) return;
   by_size(elem_size, [&](auto w) {
     using W = typename decltype(w)::type;
-    pad_kernel<W><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const W*>(in), static_cast<W*>(out), n, m,
+    pad_kernel<W><<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(static_cast<const W*>(in), static_cast<W*>(out), n, m,
                                                           tables, static_cast<const W*>(fill_dev),
                                                           static_cast<W>(fill_bits));
   });
@@ -263,17 +264,17 @@ void pad_forward(const void* in, void* out, int64_t n, const PadMap& m, const in
 void pad_backward_f32(const float* gy, float* gx, int64_t n, const PadGradMap& m, const int64_t* ptrs,
                       const int64_t* lists, cudaStream_t stream) {
   if (n <= 0) return;
-  pad_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(gy, gx, n, m, ptrs, lists);
+  pad_backward_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(gy, gx, n, m, ptrs, lists);
 }
 
 void gather_check_indices(const void* indices, bool is64, int64_t n, int64_t extent, int64_t* norm,
                           unsigned long long* bad_pos, cudaStream_t stream) {
   if (n <= 0) return;
   if (is64)
-    gather_check_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const int64_t*>(indices), n, extent,
+    gather_check_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(static_cast<const int64_t*>(indices), n, extent,
                                                                 norm, bad_pos);
   else
-    gather_check_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const int32_t*>(indices), n, extent,
+    gather_check_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(static_cast<const int32_t*>(indices), n, extent,
                                                                 norm, bad_pos);
 }
 
@@ -283,25 +284,25 @@ void gather_rows(const void* data, void* out, const int64_t* norm, int64_t outer
   if (total <= 0) return;
   by_size(elem_size, [&](auto w) {
     using W = typename decltype(w)::type;
-    gather_rows_kernel<W><<<blocks_for(total), kThreads, 0, stream>>>(
+    gather_rows_kernel<W><<<blocks_for(total), kThreads, 0, launch_stream(stream)>>>(
         static_cast<const W*>(data), static_cast<W*>(out), norm, outer, n, extent, inner);
   });
 }
 
 void gather_sort_indices(const int64_t* norm, int64_t n, int64_t extent, int64_t* counts, int64_t* first,
                          int64_t* order, cudaStream_t stream) {
-  cudaMemsetAsync(counts, 0, static_cast<size_t>(extent + 1) * sizeof(int64_t), stream);
+  cudaMemsetAsync(counts, 0, static_cast<size_t>(extent + 1) * sizeof(int64_t), launch_stream(stream));
   if (n > 0)
-    count_kernel<<<blocks_for(n), kThreads, 0, stream>>>(norm, n, reinterpret_cast<unsigned long long*>(counts));
-  scan_kernel<<<1, kScanThreads, 0, stream>>>(counts, first, extent);
-  if (n > 0) place_kernel<<<1, kScanThreads, 0, stream>>>(norm, n, counts, order);
+    count_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(norm, n, reinterpret_cast<unsigned long long*>(counts));
+  scan_kernel<<<1, kScanThreads, 0, launch_stream(stream)>>>(counts, first, extent);
+  if (n > 0) place_kernel<<<1, kScanThreads, 0, launch_stream(stream)>>>(norm, n, counts, order);
 }
 
 void gather_backward_f32(const float* gy, float* gx, const int64_t* order, const int64_t* first,
                          int64_t outer, int64_t n, int64_t extent, int64_t inner, cudaStream_t stream) {
   const int64_t total = outer * extent * inner;
   if (total <= 0) return;
-  gather_backward_kernel<<<blocks_for(total), kThreads, 0, stream>>>(gy, gx, order, first, outer, n, extent,
+  gather_backward_kernel<<<blocks_for(total), kThreads, 0, launch_stream(stream)>>>(gy, gx, order, first, outer, n, extent,
                                                                      inner);
 }
 
@@ -311,7 +312,7 @@ void where_forward(const unsigned char* cond, const void* x, const void* y, void
   if (n <= 0) return;
   by_size(elem_size, [&](auto w) {
     using W = typename decltype(w)::type;
-    where_kernel<W><<<blocks_for(n), kThreads, 0, stream>>>(cond, static_cast<const W*>(x),
+    where_kernel<W><<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(cond, static_cast<const W*>(x),
                                                             static_cast<const W*>(y), static_cast<W*>(out), n,
                                                             cm, xm, ym);
   });
@@ -320,7 +321,7 @@ void where_forward(const unsigned char* cond, const void* x, const void* y, void
 void where_mask_f32(const unsigned char* cond, const float* gy, float* full, int64_t n, const StridedMap& cm,
                     bool to_x, cudaStream_t stream) {
   if (n <= 0) return;
-  where_mask_kernel<<<blocks_for(n), kThreads, 0, stream>>>(cond, gy, full, n, cm, to_x);
+  where_mask_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(cond, gy, full, n, cm, to_x);
 }
 
 }  // inline namespace movement

@@ -44,7 +44,7 @@ class MapOp : public CudaOp {
         break;
       case Back::Scatter:  // injective: elements not read get zero
         zero_tensor(g);
-        strided_scatter_f32(fptr(gy[0]), fptr(g), gy[0].numel(), map_, nullptr);
+        strided_scatter_f32(fptr(gy[0]), fptr(g), gy[0].numel(), map_, op_stream());
         check_launch("strided_scatter_f32");
         break;
       case Back::Fold:
@@ -156,8 +156,7 @@ class PadOp : public CudaOp {
   void forward(std::span<const Tensor> in, std::span<Tensor> out) override {
     check_inputs(in);
     const void* fill = spec_.has_input(2) ? in[2].data() : nullptr;
-    pad_forward(in[0].data(), out[0].data(), out[0].numel(), map_, tables_.as<int64_t>(), fill, fill_bits_, es_,
-                nullptr);
+    pad_forward(in[0].data(), out[0].data(), out[0].numel(), map_, tables_.as<int64_t>(), fill, fill_bits_, es_, op_stream());
     check_launch("pad_forward");
   }
 
@@ -166,8 +165,7 @@ class PadOp : public CudaOp {
     Tensor& g = gx[0];
     if (!g.defined() || g.numel() == 0) return;
     if (!gy[0].defined()) return zero_tensor(g);
-    pad_backward_f32(fptr(gy[0]), fptr(g), g.numel(), grad_map_, ptrs_.as<int64_t>(), lists_.as<int64_t>(),
-                     nullptr);
+    pad_backward_f32(fptr(gy[0]), fptr(g), g.numel(), grad_map_, ptrs_.as<int64_t>(), lists_.as<int64_t>(), op_stream());
     check_launch("pad_backward_f32");
   }
 

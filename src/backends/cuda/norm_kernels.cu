@@ -3,6 +3,7 @@
 // parameters' gradients in fixed chunks, so results never depend on scheduling. Statistics and
 // sums are computed in double, as the reference does.
 #include "kernel_grid.h"
+#include "op_stream.h"
 #include "norm_kernels.h"
 
 #include <cmath>
@@ -129,7 +130,7 @@ void layer_norm_forward(const float* x, const float* scale, const float* bias, f
                         float* invstd_out, double* mean, double* invstd, int64_t rows, int64_t inner, double epsilon,
                         cudaStream_t stream) {
   if (rows <= 0) return;
-  forward_kernel<<<blocks_for(rows, 1), kThreads, 0, stream>>>(x, scale, bias, y, mean_out, invstd_out, mean, invstd,
+  forward_kernel<<<blocks_for(rows, 1), kThreads, 0, launch_stream(stream)>>>(x, scale, bias, y, mean_out, invstd_out, mean, invstd,
                                                             rows, inner, epsilon);
 }
 
@@ -137,7 +138,7 @@ void layer_norm_backward_x(const float* x, const float* dy, const float* scale, 
                            const double* invstd, const float* dmean, const float* dinvstd, float* dx, int64_t rows,
                            int64_t inner, cudaStream_t stream) {
   if (rows <= 0 || inner <= 0) return;
-  backward_x_kernel<<<blocks_for(rows, 1), kThreads, 0, stream>>>(x, dy, scale, mean, invstd, dmean, dinvstd, dx,
+  backward_x_kernel<<<blocks_for(rows, 1), kThreads, 0, launch_stream(stream)>>>(x, dy, scale, mean, invstd, dmean, dinvstd, dx,
                                                                rows, inner);
 }
 
@@ -146,9 +147,9 @@ void layer_norm_backward_params(const float* x, const float* dy, const double* m
                                 int64_t chunks, cudaStream_t stream) {
   if (inner <= 0) return;
   if (chunks > 0)
-    params_partial_kernel<<<blocks_for(chunks * inner, kThreads), kThreads, 0, stream>>>(x, dy, mean, invstd, partial,
+    params_partial_kernel<<<blocks_for(chunks * inner, kThreads), kThreads, 0, launch_stream(stream)>>>(x, dy, mean, invstd, partial,
                                                                                       rows, inner, chunks);
-  params_final_kernel<<<blocks_for(inner, kThreads), kThreads, 0, stream>>>(partial, dscale, dbias, inner, chunks);
+  params_final_kernel<<<blocks_for(inner, kThreads), kThreads, 0, launch_stream(stream)>>>(partial, dscale, dbias, inner, chunks);
 }
 
 }  // inline namespace movement

@@ -1,5 +1,6 @@
 // Peak-measuring kernels (peak_kernels.h).
 #include "peak_kernels.h"
+#include "op_stream.h"
 
 namespace d5::cuda::kernels {
 
@@ -35,11 +36,11 @@ __global__ void copy_kernel(float4* dst, const float4* src, int64_t n) {
 }  // namespace
 
 void fma_chains(float* sink, int blocks, int threads, int64_t iterations, cudaStream_t s) {
-  fma_chains_kernel<<<blocks, threads, 0, s>>>(sink, iterations);
+  fma_chains_kernel<<<blocks, threads, 0, launch_stream(s)>>>(sink, iterations);
 }
 
 void copy_16b(void* dst, const void* src, int64_t bytes, int blocks, cudaStream_t s) {
-  copy_kernel<<<blocks, 512, 0, s>>>(static_cast<float4*>(dst), static_cast<const float4*>(src), bytes / 16);
+  copy_kernel<<<blocks, 512, 0, launch_stream(s)>>>(static_cast<float4*>(dst), static_cast<const float4*>(src), bytes / 16);
 }
 
 }  // namespace d5::cuda::kernels

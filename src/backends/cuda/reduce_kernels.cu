@@ -3,6 +3,7 @@
 // summing in index order. Either way the result does not depend on scheduling, and sums are
 // accumulated in double as the reference does.
 #include "kernel_grid.h"
+#include "op_stream.h"
 #include "reduce_kernels.h"
 
 #include <cmath>
@@ -156,23 +157,23 @@ void reduce_f32(const float* x, float* y, int64_t* argmax, int64_t outputs, int6
                 ReduceKind kind, cudaStream_t stream) {
   if (outputs <= 0) return;
   if (group <= kSmallGroup)
-    reduce_thread_kernel<<<blocks_for(outputs, kThreads), kThreads, 0, stream>>>(x, y, argmax, outputs, group, p,
+    reduce_thread_kernel<<<blocks_for(outputs, kThreads), kThreads, 0, launch_stream(stream)>>>(x, y, argmax, outputs, group, p,
                                                                                  kind);
   else
-    reduce_block_kernel<<<blocks_for(outputs, 1), kThreads, 0, stream>>>(x, y, argmax, outputs, group, p, kind);
+    reduce_block_kernel<<<blocks_for(outputs, 1), kThreads, 0, launch_stream(stream)>>>(x, y, argmax, outputs, group, p, kind);
 }
 
 void reduce_backward_f32(const float* gy, const float* x, const float* y, float* gx, int64_t n,
                          const StridedMap& to_out, ReduceKind kind, int64_t group, cudaStream_t stream) {
   if (n <= 0) return;
-  reduce_backward_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream>>>(gy, x, y, gx, n, to_out, kind, group);
+  reduce_backward_kernel<<<blocks_for(n, kThreads), kThreads, 0, launch_stream(stream)>>>(gy, x, y, gx, n, to_out, kind, group);
 }
 
 void reduce_max_backward_f32(const float* gy, const int64_t* argmax, float* gx, int64_t n, int64_t outputs,
                              cudaStream_t stream) {
-  if (n > 0) cudaMemsetAsync(gx, 0, static_cast<size_t>(n) * sizeof(float), stream);
+  if (n > 0) cudaMemsetAsync(gx, 0, static_cast<size_t>(n) * sizeof(float), launch_stream(stream));
   if (outputs > 0)
-    scatter_argmax_kernel<<<blocks_for(outputs, kThreads), kThreads, 0, stream>>>(gy, argmax, gx, outputs);
+    scatter_argmax_kernel<<<blocks_for(outputs, kThreads), kThreads, 0, launch_stream(stream)>>>(gy, argmax, gx, outputs);
 }
 
 }  // inline namespace movement

@@ -49,7 +49,7 @@ class ReduceOp : public CudaOp {
     if (noop_) return copy_device(g.data(), gy[0].data(), g.bytes());
     if (kind_ == ReduceKind::Max) {
       // The gradient goes to the first maximum found by the last forward.
-      reduce_max_backward_f32(fptr(gy[0]), argmax_.as<int64_t>(), fptr(g), g.numel(), red_.outputs, nullptr);
+      reduce_max_backward_f32(fptr(gy[0]), argmax_.as<int64_t>(), fptr(g), g.numel(), red_.outputs, op_stream());
       check_launch("reduce_max_backward_f32");
       return;
     }

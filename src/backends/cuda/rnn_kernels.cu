@@ -1,6 +1,7 @@
 // The recurrent operators' data-movement kernels (rnn_kernels.h): grid-stride loops over 64-bit
 // indices, one output element per step.
 #include "kernel_grid.h"
+#include "op_stream.h"
 #include "rnn_kernels.h"
 
 namespace d5::cuda::rnn_kernels {
@@ -48,14 +49,14 @@ void reverse_sequences(const float* src, float* dst, const int32_t* lens, int64_
                        bool batch_major, cudaStream_t stream) {
   const int64_t n = seq * batch * width;
   if (n == 0) return;
-  reverse_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, dst, lens, seq, batch, width, batch_major);
+  reverse_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(src, dst, lens, seq, batch, width, batch_major);
 }
 
 void swap_middle_axes(const float* src, float* dst, int64_t outer, int64_t n1, int64_t n2, int64_t width,
                       cudaStream_t stream) {
   const int64_t n = outer * n1 * n2 * width;
   if (n == 0) return;
-  swap_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, dst, outer, n1, n2, width);
+  swap_kernel<<<blocks_for(n), kThreads, 0, launch_stream(stream)>>>(src, dst, outer, n1, n2, width);
 }
 
 }  // namespace d5::cuda::rnn_kernels

@@ -45,9 +45,9 @@ class VariadicOp : public CudaOp {
     check_inputs(in);
     if (summing()) {
       for (size_t k = 0; k < in.size(); ++k)
-        accumulate_f32(fptr(in[k]), maps_[k], acc_.as<double>(), k == 0, n_, nullptr);
+        accumulate_f32(fptr(in[k]), maps_[k], acc_.as<double>(), k == 0, n_, op_stream());
       const double divisor = kind_ == Variadic::mean ? static_cast<double>(in.size()) : 1.0;
-      divide_f32(acc_.as<double>(), divisor, fptr(out[0]), n_, nullptr);
+      divide_f32(acc_.as<double>(), divisor, fptr(out[0]), n_, op_stream());
     } else {
       select_all(in, out[0].data(), nullptr);
     }
@@ -60,7 +60,7 @@ class VariadicOp : public CudaOp {
     float* full = full_.as<float>();
     if (summing()) {
       const double scale = kind_ == Variadic::mean ? 1.0 / static_cast<double>(in.size()) : 1.0;
-      scale_f32(fptr(gy[0]), scale, full, n_, nullptr);
+      scale_f32(fptr(gy[0]), scale, full, n_, op_stream());
       check_launch("scale_f32");
     } else {
       select_all(in, best_.get(), winner_.as<int32_t>());
@@ -76,7 +76,7 @@ class VariadicOp : public CudaOp {
           run_sum(full, fptr(gx[k]), folds_[k]);
         continue;
       }
-      route_f32(fptr(gy[0]), winner_.as<int32_t>(), static_cast<int>(k), same ? fptr(gx[k]) : full, n_, nullptr);
+      route_f32(fptr(gy[0]), winner_.as<int32_t>(), static_cast<int>(k), same ? fptr(gx[k]) : full, n_, op_stream());
       check_launch("route_f32");
       if (!same) run_sum(full, fptr(gx[k]), folds_[k]);
     }
@@ -88,7 +88,7 @@ class VariadicOp : public CudaOp {
   void select_all(std::span<const Tensor> in, void* best, int32_t* winner) const {
     for (size_t k = 0; k < in.size(); ++k)
       select_step(elem_of(in[k].dtype()), kind_ == Variadic::max, static_cast<int>(k), in[k].data(), maps_[k], best,
-                  winner, n_, nullptr);
+                  winner, n_, op_stream());
   }
 
   Variadic kind_;
@@ -113,7 +113,7 @@ class ArgExtremeOp : public CudaOp {
     check_inputs(in);
     if (out[0].numel() == 0) return;
     arg_extreme(elem_of(in[0].dtype()), max_, last_, in[0].data(), static_cast<int64_t*>(out[0].data()), outer_, n_,
-                inner_, nullptr);
+                inner_, op_stream());
     check_launch(spec_.type.c_str());
   }
 
@@ -168,8 +168,7 @@ class CumSumOp : public CudaOp {
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= s[static_cast<size_t>(d)];
     for (size_t d = static_cast<size_t>(axis) + 1; d < s.rank(); ++d) inner *= s[d];
-    cumsum(elem_of(x.dtype()), x.data(), y.data(), outer, s[static_cast<size_t>(axis)], inner, exclusive_, reverse,
-           nullptr);
+    cumsum(elem_of(x.dtype()), x.data(), y.data(), outer, s[static_cast<size_t>(axis)], inner, exclusive_, reverse, op_stream());
     check_launch("CumSum");
   }
 

@@ -7,6 +7,10 @@
 
 #include "deep500/backends/builtin.h"
 #include "deep500/core/device.h"
+#include "deep500/core/rng.h"
+#include "deep500/net/graph_executor.h"
+#include "deep500/net/model_zoo.h"
+#include "deep500/net/tensor_names.h"
 
 namespace d5::test {
 
@@ -16,6 +20,24 @@ inline std::string no_gpu_reason() {
   std::string reason;
   if (!gpu_info(&reason).empty()) return "";
   return reason.empty() ? "no CUDA device" : reason;
+}
+
+// LeNet-5 at batch 16 with its loss, in training mode, and a batch of uniform images with labels
+// drawn from the stream (seed, tag).
+inline Network lenet_training_network() {
+  ModelOptions o;
+  o.batch = 16;
+  o.with_loss = true;
+  o.training = true;
+  return build_model("lenet5", o);
+}
+inline TensorMap lenet_feeds(const Network& net, uint64_t seed, const std::string& tag) {
+  Tensor x(net.desc(kZooInput));
+  RngStream rng(seed, tag);
+  for (float& v : x.span<float>()) v = rng.uniform_float();
+  Tensor y(net.desc(kZooLabels));
+  for (int64_t i = 0; i < y.numel(); ++i) y.data_as<int64_t>()[i] = static_cast<int64_t>(rng.below(10));
+  return {{kZooInput, x}, {kZooLabels, y}};
 }
 
 }  // namespace d5::test

@@ -18,27 +18,11 @@
 namespace d5 {
 namespace {
 
-TensorMap lenet_feeds(const Network& net) {
-  Tensor x(net.desc(kZooInput));
-  RngStream rng(7, "cuda-executor-input");
-  for (float& v : x.span<float>()) v = rng.uniform_float();
-  Tensor y(net.desc(kZooLabels));
-  for (int64_t i = 0; i < y.numel(); ++i) y.data_as<int64_t>()[i] = static_cast<int64_t>(rng.below(10));
-  return {{kZooInput, x}, {kZooLabels, y}};
-}
-
-Network lenet() {
-  ModelOptions o;
-  o.batch = 16;
-  o.with_loss = true;
-  o.training = true;
-  return build_model("lenet5", o);
-}
 
 TEST(CudaExecutor, WithoutADeviceItIsRefusedWithTheReason) {
   if (test::no_gpu_reason().empty()) GTEST_SKIP() << "this machine has a CUDA device";
   register_builtin_operators();  // and the executors
-  Network net = lenet();
+  Network net = test::lenet_training_network();
   const auto executors = executor_backends();
   EXPECT_EQ(std::count(executors.begin(), executors.end(), "cuda"), 0);
   try {
@@ -52,8 +36,8 @@ TEST(CudaExecutor, WithoutADeviceItIsRefusedWithTheReason) {
 TEST(CudaExecutor, LeNetTrainsOnTheGpuAsOnTheReferenceCopyingOnlyFeedsAndOutputs) {
   D5_REQUIRE_GPU();
   register_builtin_operators();
-  Network on_gpu = lenet(), on_host = lenet();
-  const TensorMap feeds = lenet_feeds(on_host);
+  Network on_gpu = test::lenet_training_network(), on_host = test::lenet_training_network();
+  const TensorMap feeds = test::lenet_feeds(on_host, 7, "cuda-executor-input");
   auto gpu = make_executor(on_gpu, "cuda");
   ReferenceExecutor host(on_host);
   const ForwardCheckResult check = test_executor_backprop(*gpu, feeds, kZooLoss, host);

@@ -3,6 +3,8 @@
 // device kinds, and host access refused with a message instead of a crash.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "deep500/core/device_allocator.h"
 #include "deep500/core/tensor.h"
 #include "../test_memory_device.h"
@@ -155,6 +157,104 @@ TEST(DeviceAllocator, ReRegisteringAKindKeepsItsValue) {
   const DeviceKind again = register_device_kind(test::test_memory_allocator());
   EXPECT_EQ(again, d.kind);
   EXPECT_THROW(allocator_for(Device{static_cast<DeviceKind>(1000), 0}), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace d5
+
+namespace d5 {
+namespace {
+
+using PoolScope = CachingDeviceAllocator::PoolScope;
+
+// A recording's blocks (CUDA graphs replay them, docs/cuda-graphs.md) never serve another
+// allocation: not after they are freed, not on another thread, not on another device.
+TEST(AllocationPool, ABlockFreedIntoAPoolServesOnlyThatPool) {
+  auto alloc = test::test_memory_allocator("poolmem");
+  alloc->release_cached(0);
+  const auto before = alloc->stats(0);
+  auto pool = alloc->make_pool(0);
+  void* recorded = nullptr;
+  {
+    PoolScope scope(pool);
+    auto a = alloc->allocate(4000, 0);
+    recorded = a.get();
+  }
+  EXPECT_EQ(alloc->pool_free_bytes(*pool), 4096);
+  EXPECT_EQ(alloc->stats(0).allocated_bytes, before.allocated_bytes);
+  EXPECT_EQ(alloc->stats(0).reserved_bytes, before.reserved_bytes + 4096);
+
+  const auto outside = alloc->allocate(4000, 0);
+  EXPECT_NE(outside.get(), recorded);
+  std::shared_ptr<void> other_device, other_thread, again;
+  {
+    PoolScope scope(pool);
+    other_device = alloc->allocate(4000, 1);
+    std::thread worker([&] { other_thread = alloc->allocate(4000, 0); });
+    worker.join();
+    again = alloc->allocate(4000, 0);
+  }
+  EXPECT_NE(other_thread.get(), recorded);
+  EXPECT_NE(other_device.get(), recorded);
+  EXPECT_EQ(again.get(), recorded);
+  EXPECT_EQ(alloc->pool_free_bytes(*pool), 0);
+}
+
+// The pool outlives its owner while a block from it lives; then its blocks join the shared cache.
+TEST(AllocationPool, ItsBlocksJoinTheSharedCacheWhenTheLastHolderGoes) {
+  auto alloc = test::test_memory_allocator("poolmem");
+  alloc->release_cached(0);
+  auto pool = alloc->make_pool(0);
+  std::shared_ptr<void> held;
+  void* freed = nullptr;
+  {
+    PoolScope scope(pool);
+    held = alloc->allocate(4000, 0);
+    freed = alloc->allocate(9000, 0).get();
+  }
+  std::weak_ptr<AllocationPool> alive = pool;
+  pool.reset();
+  EXPECT_FALSE(alive.expired()) << "a block from the pool still lives";
+  EXPECT_NE(alloc->allocate(9000, 0).get(), freed);
+  void* const was_held = held.get();
+  held.reset();
+  EXPECT_TRUE(alive.expired());
+  const int raw = alloc->raw_allocations;
+  const auto a = alloc->allocate(4000, 0);
+  const auto b = alloc->allocate(9000, 0);
+  EXPECT_EQ(a.get(), was_held);
+  EXPECT_EQ(b.get(), freed);
+  EXPECT_EQ(alloc->raw_allocations, raw);
+}
+
+TEST(AllocationPool, ScopesNestAndRestoreThePreviousPool) {
+  auto alloc = test::test_memory_allocator("poolmem");
+  auto outer = alloc->make_pool(0), inner = alloc->make_pool(0);
+  PoolScope a(outer);
+  { PoolScope b(inner); alloc->allocate(512, 0); }
+  alloc->allocate(1024, 0);
+  EXPECT_EQ(alloc->pool_free_bytes(*inner), 512);
+  EXPECT_EQ(alloc->pool_free_bytes(*outer), 1024);
+}
+
+// Within one device a copy stays on it when the kind has such a copy; otherwise through the host.
+TEST(DeviceAllocator, CopiesWithinADeviceUseItsOwnCopy) {
+  auto alloc = test::test_memory_allocator("copymem");
+  const Device d = test::test_memory_device(0, "copymem");
+  const Tensor on_device = host_values().to(d);
+  const int to_host = alloc->copies_to_host;
+  const Tensor staged = on_device.clone();
+  EXPECT_EQ(alloc->copies_to_host, to_host + 1);
+  alloc->device_copies = true;
+  const Tensor direct = on_device.clone();
+  alloc->device_copies = false;
+  EXPECT_EQ(alloc->copies_within, 1);
+  EXPECT_EQ(alloc->copies_to_host, to_host + 1);
+  EXPECT_NE(direct.data(), on_device.data());
+  for (const Tensor& t : {staged, direct}) {
+    const Tensor back = t.to(Device::cpu());
+    for (int64_t i = 0; i < back.numel(); ++i) EXPECT_EQ(back.get(i), host_values().get(i));
+  }
 }
 
 }  // namespace
