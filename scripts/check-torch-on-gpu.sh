@@ -9,8 +9,8 @@
 #           collectives on one rank (NcclOnGpu, with the wheel's NCCL)
 #   graphs  CUDA graphs (docs/cuda-graphs.md): d5_test_cuda's CudaGraphs and CudaExecutor tests
 #           (replayed LeNet-5 training steps against the same steps without graphs), d5 net
-#           lenet5 --cuda-graphs validated against the reference, and ResNet-50's training step at
-#           batch 64 with and without --cuda-graphs, side by side
+#           lenet5 --cuda-graphs validated against the reference, ResNet-50's training step at
+#           batch 64 with and without --cuda-graphs, and d5_bench_cuda_graphs (LeNet-5, ResNet-20)
 #   net     d5 net --backend torch --device cuda:0 --mode train-step over the zoo networks of
 #           Level 1 (validated against the reference, steady-state copies, throughput), and
 #           LeNet-5 trained on MNIST to 0.97 with d5 train (when MNIST_DIR holds MNIST's test split)
@@ -56,7 +56,7 @@ step_build() {
   local targets=(d5 d5_test_torch_executor d5_bench_torch_executor d5_test_lv3_nccl)
   [[ -x $kit/usr/bin/mpicxx.openmpi ]] && targets+=(d5_test_lv3_mpi)
   # the CUDA backend's tests exist where the build found a CUDA toolkit with cuDNN
-  if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then targets+=(d5_test_cuda); fi
+  if command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]]; then targets+=(d5_test_cuda d5_bench_cuda_graphs); fi
   scripts/build-with-kit.sh "$kit" "$build" "${targets[@]}"
 }
 
@@ -89,6 +89,7 @@ step_graphs() {
       $flag --min-runs 10 --max-time 5 --format json -o "$out/graphs-resnet50${flag:+-graphs}.json" ||
       { echo "exit $?"; failed=1; }
   done
+  "$build/bin/d5_bench_cuda_graphs" --models lenet5,resnet20 --batch 16 --rounds 10 --runs 10 || failed=1
   python3 - "$out"/graphs-*.json <<'PY'
 import json, sys
 for path in sys.argv[1:]:

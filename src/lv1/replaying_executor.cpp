@@ -84,6 +84,8 @@ TensorMap ReplayingExecutor::call(const TensorMap& feeds, const std::string& los
   recorder_->discard();
   if (!warmed_.count(kind + places)) {
     TensorMap out = run_wrapped(feeds, loss, kFirstOfItsKind);
+    // An optimizer that replaced its parameters at every step would add one entry per step.
+    if (warmed_.size() >= 64) warmed_.clear();
     warmed_.insert(kind + parameter_places());
     return out;
   }
@@ -164,8 +166,8 @@ TensorMap ReplayingExecutor::replay(const TensorMap& feeds, bool copy_feeds) {
       bytes += static_cast<int64_t>(value.bytes());
     }
   }
+  ++report_.replays;  // counted before the operators' checks, which may throw after the launch
   recorder_->replay();
-  ++report_.replays;
   for (const auto& [name, g] : r.produced->gradients) network_.feed_tensor(name, g);
   TensorMap result;
   for (const auto& [name, value] : r.produced->outputs) result[name] = value.clone();

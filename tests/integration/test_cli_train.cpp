@@ -178,6 +178,10 @@ TEST_F(CliTrain, MissedTargetFailsAndBadUsageIsRefused) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   r = run_d5(lenet_args({"--steps", "2", "--resume", path("missing-checkpoint")}));
   EXPECT_EQ(r.exit_code, 4) << r.err;
+  // CUDA graphs are the cuda executor's (docs/cuda-graphs.md).
+  r = run_d5(lenet_args({"--steps", "2", "--cuda-graphs"}));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("only the cuda executor"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/cuda/cuda_common.h"
 #include "cuda_test_util.h"
 #include "deep500/core/rng.h"
 #include "deep500/net/model_zoo.h"
@@ -46,6 +47,29 @@ TEST(CudaGraphs, WithoutADeviceTheRecorderSaysWhyAndRunsNothing) {
   EXPECT_THROW(recorder->replay(), InvalidArgument);
 }
 
+// Host code of the recorder, which runs anywhere: outside a recording the operators use the legacy
+// stream and check device values at once; inside one, their checks wait for each replay.
+TEST(CudaGraphs, HostChecksWaitForTheReplayWhileAStepIsRecorded) {
+  EXPECT_EQ(cuda::op_stream(), nullptr);
+  EXPECT_EQ(cuda::launch_stream(nullptr), nullptr);
+  int ran = 0;
+  cuda::check_on_host([&] { ++ran; });
+  EXPECT_EQ(ran, 1);
+  std::vector<std::function<void()>> deferred;
+  {
+    cuda::DeferredHostChecks recording(deferred);
+    cuda::check_on_host([&] { ran += 10; });
+    cuda::check_on_host([&] { ran += 100; });
+    EXPECT_EQ(ran, 1);
+  }
+  ASSERT_EQ(deferred.size(), 2u);
+  for (const auto& check : deferred) check();
+  EXPECT_EQ(ran, 111);
+  cuda::check_on_host([&] { ++ran; });
+  EXPECT_EQ(ran, 112) << "after the recording, checks run at once again";
+  EXPECT_EQ(deferred.size(), 2u);
+}
+
 TEST(CudaGraphs, ReplayedTrainingStepsEqualTheStepsWithoutGraphs) {
   D5_REQUIRE_GPU();
   register_builtin_operators();
@@ -80,6 +104,13 @@ TEST(CudaGraphs, ReplayedTrainingStepsEqualTheStepsWithoutGraphs) {
   EXPECT_LE(worst_output, 1e-6);
   EXPECT_LE(worst_gradient, 1e-6);
   EXPECT_LE(worst_parameter, 1e-6);
+  // A class index out of range: the replay's deferred check refuses it as the plain step does.
+  TensorMap bad = test::lenet_feeds(plain_net, 99, "cuda-graph-input");
+  bad.at(kZooLabels).data_as<int64_t>()[3] = 10;
+  EXPECT_THROW(plain->inference_and_backprop(bad, kZooLoss), InvalidArgument);
+  const int64_t replays_before = r.replays;
+  EXPECT_THROW(replayed->inference_and_backprop(bad, kZooLoss), InvalidArgument);
+  EXPECT_EQ(r.replays, replays_before + 1) << "the bad step was a replay";
   std::printf("[ lenet5 cuda graphs ] 6 momentum steps, 5 replayed: outputs %.3g, gradients %.3g, parameters %.3g "
               "(l-inf relative to the steps without graphs)\n",
               worst_output, worst_gradient, worst_parameter);

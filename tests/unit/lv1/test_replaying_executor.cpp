@@ -126,6 +126,20 @@ TEST_F(Replaying, EachReplayPublishesItsOwnGradients) {
     }
   }
   EXPECT_EQ(ex->report().replays, 2);
+
+  // A replay that fails (a class index out of range) throws as the step without it does, and the
+  // next replay serves again.
+  TensorMap bad = feeds_for(20);
+  bad.at("labels").set(2, 7.0);
+  EXPECT_THROW(ex->inference_and_backprop(bad, "loss_value"), InvalidArgument);
+  EXPECT_THROW(oracle.inference_and_backprop(bad, "loss_value"), InvalidArgument);
+  EXPECT_EQ(ex->report().replays, 3);
+  const TensorMap good = feeds_for(21);
+  ex->inference_and_backprop(good, "loss_value");
+  oracle.inference_and_backprop(good, "loss_value");
+  for (const auto& [param, gradient] : net.gradient())
+    expect_equal(net.fetch_tensor(gradient).to(Device::cpu()), oracle_net.fetch_tensor(gradient), gradient + " after");
+  EXPECT_EQ(ex->report().replays, 4);
 }
 
 // Loading other weights replaces the parameter tensors: the recording read the old ones.
