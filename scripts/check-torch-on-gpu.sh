@@ -74,6 +74,10 @@ step_test() {
 
 step_graphs() {
   source "$build/kit-env.sh"
+  if [[ $device == cpu ]]; then
+    echo "CUDA graphs need a GPU (DEVICE=cpu): not run"
+    return 0
+  fi
   if [[ ! -x $build/bin/d5_test_cuda ]]; then
     echo "this build has no CUDA backend (no CUDA toolkit with cuDNN found)"
     return 1

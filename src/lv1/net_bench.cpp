@@ -266,6 +266,7 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
     if (r.replays == 0)
       return finish(CaseState::Unimplemented,
                     fmt::format("--cuda-graphs: the step was never replayed: {}", r.last_unrecorded_why));
+    detail += fmt::format("{}{} replays of a CUDA graph", detail.empty() ? "" : "; ", r.replays);
   }
   std::string overhead_mistrusted;
   if (o.overhead) {
