@@ -54,15 +54,19 @@ class CudaGraphRecorder final : public StepRecorder {
       CachingDeviceAllocator::PoolScope pool_scope(pool);
       OpStreamScope stream_scope(stream_, workspace_.get(), kCublasWorkspaceBytes);
       DeferredHostChecks deferred(checks_);
-      check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-      try {
-        step();
-      } catch (const std::exception& e) {
-        failure = e.what();
+      if (const cudaError_t began = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal);
+          began != cudaSuccess) {
+        failure = fmt::format("cudaStreamBeginCapture: {}", cudaGetErrorString(began));
+      } else {
+        try {
+          step();
+        } catch (const std::exception& e) {
+          failure = e.what();
+        }
+        const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+        if (failure.empty() && ended != cudaSuccess)
+          failure = fmt::format("cudaStreamEndCapture: {}", cudaGetErrorString(ended));
       }
-      const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
-      if (failure.empty() && ended != cudaSuccess)
-        failure = fmt::format("cudaStreamEndCapture: {}", cudaGetErrorString(ended));
     }
     if (failure.empty()) {
       const cudaError_t made = cudaGraphInstantiate(&exec_, graph, 0);
