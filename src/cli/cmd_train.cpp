@@ -18,7 +18,7 @@
 #include "deep500/train/dataset.h"
 #include "deep500/core/error.h"
 #include "deep500/net/graph_executor.h"
-#include "deep500/net/net_bench.h"
+#include "deep500/net/replaying_executor.h"
 #include "deep500/train/loss_head.h"
 #include "deep500/metrics/manifest.h"
 #include "deep500/net/model_zoo.h"

@@ -13,7 +13,6 @@
 #include "deep500/core/error.h"
 #include "deep500/net/executor_metrics.h"
 #include "deep500/net/executor_validation.h"
-#include "deep500/net/replaying_executor.h"
 #include "deep500/net/framework_memory.h"
 #include "deep500/net/graph_executor.h"
 #include "deep500/net/operator_executor.h"
@@ -48,13 +47,13 @@ MetricRecord single(const std::string& name, const std::string& unit, int64_t va
   return r;
 }
 
-// The devices other than the host that an operator executor runs nodes on (none for others).
 // The operator executor behind `ex` (itself, or the one a ReplayingExecutor wraps), or null.
 OperatorExecutor* operator_executor_of(GraphExecutor& ex) {
   if (auto* replaying = dynamic_cast<ReplayingExecutor*>(&ex)) return dynamic_cast<OperatorExecutor*>(&replaying->wrapped());
   return dynamic_cast<OperatorExecutor*>(&ex);
 }
 
+// The devices other than the host that an operator executor runs nodes on (none for others).
 std::vector<Device> devices_of(GraphExecutor& ex, const std::string& loss) {
   std::vector<Device> devices;
   auto add = [&](const Device& d) {
@@ -285,17 +284,6 @@ CaseResult bench_one(Network& net, const std::string& backend, const TensorMap& 
 }
 
 }  // namespace
-
-nlohmann::json replay_report_json(GraphExecutor& ex) {
-  auto* replaying = dynamic_cast<ReplayingExecutor*>(&ex);
-  if (!replaying) return nullptr;
-  const ReplayReport& r = replaying->report();
-  return {{"recorder", r.recorder},
-          {"recordings", r.recordings},
-          {"replays", r.replays},
-          {"unrecorded_calls", r.unrecorded_calls},
-          {"last_unrecorded_why", r.last_unrecorded_why}};
-}
 
 std::vector<CaseResult> bench_network(Network& net, const NetBenchOptions& o) {
   net.infer();

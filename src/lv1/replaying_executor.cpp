@@ -37,6 +37,17 @@ StepRecorderFactory step_recorder_for(const std::string& backend) {
   return it == r.by_backend.end() ? StepRecorderFactory{} : it->second;
 }
 
+nlohmann::json replay_report_json(GraphExecutor& ex) {
+  auto* replaying = dynamic_cast<ReplayingExecutor*>(&ex);
+  if (!replaying) return nullptr;
+  const ReplayReport& r = replaying->report();
+  return {{"recorder", r.recorder},
+          {"recordings", r.recordings},
+          {"replays", r.replays},
+          {"unrecorded_calls", r.unrecorded_calls},
+          {"last_unrecorded_why", r.last_unrecorded_why}};
+}
+
 ReplayingExecutor::ReplayingExecutor(Network& network, std::unique_ptr<GraphExecutor> inner,
                                      std::unique_ptr<StepRecorder> recorder)
     : GraphExecutor(network), inner_(std::move(inner)), recorder_(std::move(recorder)) {
@@ -53,8 +64,7 @@ ReplayingExecutor::~ReplayingExecutor() {
 
 std::string ReplayingExecutor::kind_of(const TensorMap& feeds, const std::string& loss) const {
   std::string kind = fmt::format("loss '{}', network version {}", loss, network_.version());
-  for (const auto& [name, t] : feeds)
-    kind += fmt::format(", {}: {} on {}", name, t.desc().to_string(), t.device().to_string());
+  for (const auto& [name, t] : feeds) kind += fmt::format(", {}: {}", name, t.desc().to_string());
   return kind;
 }
 

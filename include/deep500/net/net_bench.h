@@ -12,7 +12,6 @@
 #include "deep500/net/network.h"
 #include "deep500/metrics/results.h"
 #include "deep500/metrics/runner.h"
-#include "deep500/net/replaying_executor.h"
 
 namespace d5 {
 
@@ -54,9 +53,5 @@ struct NetBenchOptions {
 // One case per executor named "<network>/<backend>". Executors that are not registered are
 // SKIPPED; a network an executor cannot run is UNIMPLEMENTED with the reason.
 std::vector<CaseResult> bench_network(Network& network, const NetBenchOptions& options);
-
-// The report of a ReplayingExecutor (--cuda-graphs) as a case's params["cuda_graphs"]; null
-// for any other executor.
-nlohmann::json replay_report_json(GraphExecutor& ex);
 
 }  // namespace d5

@@ -2,7 +2,8 @@
 // An executor whose steady-state calls replay a recorded step (docs/cuda-graphs.md):
 // make_executor(net, "cuda", {.cuda_graphs = true}) wraps the cuda executor in one.
 //
-// Per step kind (the loss, each feed's descriptor and device, the network's version): the first
+// Per step kind (the loss, each feed's descriptor, the network's version; not where the feeds
+// are, since they are copied into the recording's buffers anyway): the first
 // call runs the wrapped executor as usual, which chooses algorithms, sizes workspaces and moves
 // parameters to the device. The second copies the feeds into buffers of the recording's own on
 // the devices that read them and records the wrapped executor's call on those (StepRecorder);
@@ -22,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "deep500/net/graph_executor.h"
 #include "deep500/net/step_recorder.h"
 
@@ -34,6 +37,10 @@ struct ReplayReport {
   int64_t unrecorded_calls = 0;      // calls the wrapped executor ran itself
   std::string last_unrecorded_why;   // why the latest of those did not replay
 };
+
+// The report of a ReplayingExecutor as a case's params["cuda_graphs"]; null for any other
+// executor.
+nlohmann::json replay_report_json(GraphExecutor& ex);
 
 class ReplayingExecutor : public GraphExecutor {
  public:

@@ -56,28 +56,27 @@ void CudaAllocator::raw_free(void* data, int32_t index) {
   if (cudaSetDevice(index) == cudaSuccess) cudaFree(data);  // never throws: runs in destructors
 }
 
-// Fills and copies within the device run on the operators' stream (op_stream.h) and are waited
-// for, except inside a capture, where they become part of the graph.
 namespace {
-void finish_on_op_stream(int32_t index, const char* call) {
-  const cudaStream_t s = index == kOpDevice ? op_stream() : nullptr;
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  if (s) check(cudaStreamIsCapturing(s, &capturing), "cudaStreamIsCapturing", index);
-  if (capturing == cudaStreamCaptureStatusNone) check(cudaStreamSynchronize(s), call, index);
-}
+// The operators' stream of cuda:0 (op_stream.h); other devices use their legacy stream.
 cudaStream_t stream_for(int32_t index) { return index == kOpDevice ? op_stream() : nullptr; }
 }  // namespace
 
+// Asynchronous, as cudaMemset of device memory is: ordered before the work that reads the zeros,
+// and inside a capture part of the graph.
 void CudaAllocator::zero(void* data, size_t bytes, int32_t index) {
   use_device(index, "zeroing device memory");
   check(cudaMemsetAsync(data, 0, bytes, stream_for(index)), "cudaMemsetAsync", index);
-  finish_on_op_stream(index, "cudaStreamSynchronize (after cudaMemsetAsync)");
 }
 
+// Waited for (copy_between_devices' promise), except inside a capture, where it is part of the
+// graph and waiting is not allowed.
 bool CudaAllocator::copy_within(void* dst, const void* src, size_t bytes, int32_t index) {
   use_device(index, "copying device memory");
-  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_for(index)), "cudaMemcpyAsync", index);
-  finish_on_op_stream(index, "cudaStreamSynchronize (after cudaMemcpyAsync)");
+  const cudaStream_t s = stream_for(index);
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync", index);
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (s) check(cudaStreamIsCapturing(s, &capturing), "cudaStreamIsCapturing", index);
+  if (capturing == cudaStreamCaptureStatusNone) check(cudaStreamSynchronize(s), "cudaStreamSynchronize", index);
   return true;
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 // Device memory of NVIDIA GPUs ("cuda:N", docs/devices.md): cudaMalloc behind the core's caching
 // allocator, because cudaMalloc and cudaFree synchronise the whole device and a training step
-// allocates and frees the same sizes every iteration. Copies and fills run on the device's
-// default stream and are waited for, so a tensor's bytes are where they should be when a call
-// returns.
+// allocates and frees the same sizes every iteration. Copies and fills run on the operators'
+// stream (op_stream.h: the legacy default stream, except while a step is recorded as a CUDA
+// graph); copies are waited for, so a tensor's bytes are where they should be when a call
+// returns, and fills are ordered before the work that reads them.
 #include <memory>
 #include <mutex>
 #include <string>

@@ -107,6 +107,15 @@ TEST_F(Replaying, StepsAreRecordedOnceAndEveryReplayReadsItsOwnFeeds) {
   // What the caller kept from earlier calls is its own copy.
   expect_equal(kept[1], oracle.inference(feeds_for(1)).at("logits"), "the output of call 1, after call 3");
   EXPECT_EQ(ex->memory().transfers, 2) << "x in, logits out (inference does not read the labels)";
+
+  // Feeds already on the device (d5 net --resident-io) are the same step kind: copied into the
+  // recorded buffers without the host, and replayed.
+  TensorMap on_device = feeds_for(4);
+  on_device["x"] = on_device.at("x").to(test::test_memory_device());
+  expect_equal(ex->inference(on_device).at("logits"), oracle.inference(feeds_for(4)).at("logits"), "device feeds");
+  EXPECT_EQ(r.recordings, 1);
+  EXPECT_EQ(r.replays, 4);
+  EXPECT_EQ(ex->memory().transfers, 1) << "only the logits out";
 }
 
 TEST_F(Replaying, EachReplayPublishesItsOwnGradients) {
