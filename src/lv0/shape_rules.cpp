@@ -96,6 +96,29 @@ size_t checked_axis(const OpSpec& spec, int64_t axis, size_t rank, const char* w
   return static_cast<size_t>(axis < 0 ? axis + r : axis);
 }
 
+size_t dft_axis(const OpSpec& spec) {
+  const auto r = static_cast<int64_t>(spec.inputs[0].shape.rank());
+  if (spec.opset < 20) {
+    const int64_t axis = spec.attrs.get_int("axis", 1);
+    D5_CHECK_ARG(axis >= 1 && axis <= r - 2,
+                 "{}: axis {} is not a signal axis of {} (1 to {}: after the batch, before the real/imaginary axis)",
+                 spec.label(), axis, spec.inputs[0].shape.to_string(), r - 2);
+    return static_cast<size_t>(axis);
+  }
+  D5_CHECK_ARG(!spec.attrs.has("axis"), "{}: from opset 20 DFT's axis is input 2, not an attribute", spec.label());
+  int64_t axis = -2;
+  if (spec.has_input(2)) {
+    const Tensor* v = spec.value(2);
+    D5_CHECK_ARG(v != nullptr && is_integral(v->dtype()) && v->numel() == 1,
+                 "{}: input 2 (axis) must be a constant integer scalar known when the operator is created", spec.label());
+    axis = static_cast<int64_t>(v->get(0));
+  }
+  D5_CHECK_ARG((axis >= -r && axis <= -2) || (axis >= 0 && axis <= r - 2),
+               "{}: axis {} is not a signal axis of {} ({} to -2 or 0 to {}; the last axis holds real/imaginary)",
+               spec.label(), axis, spec.inputs[0].shape.to_string(), -r, r - 2);
+  return static_cast<size_t>(axis < 0 ? axis + r : axis);
+}
+
 void check_float_input(const OpSpec& s, size_t i, const char* name) {
   D5_CHECK_ARG(s.has_input(i), "{}: input {} ({}) is required", s.label(), i, name);
   D5_CHECK_ARG(is_floating(s.inputs[i].dtype), "{}: input {} ({}) must be floating point, got {}", s.label(),

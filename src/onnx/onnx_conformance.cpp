@@ -308,6 +308,7 @@ void run_case(ConformanceCase& c, const ConformanceOptions& o) {
   }
   check_runnable(g);
   const int64_t opset = default_opset(model);
+  c.opset = static_cast<int>(opset);
   const auto sets = data_sets(dir);
   D5_CHECK(!sets.empty(), FormatError, "{}: no test_data_set_N directories", c.path);
   const bool as_network =
@@ -436,6 +437,11 @@ ConformanceExceptions read_conformance_exceptions(const std::string& path) {
     const std::string why = hash == std::string::npos ? "" : trim(line.substr(hash + 1));
     D5_CHECK(name.find_first_of(" \t") == std::string::npos, FormatError,
              "{}:{}: '{}' is not one case name; write 'case_name  # justification'", path, line_no, name);
+    if (const auto at = name.find('@'); at != std::string::npos) {
+      const std::string opset = name.substr(at + 1);
+      D5_CHECK(at > 0 && !opset.empty() && opset.find_first_not_of("0123456789") == std::string::npos, FormatError,
+               "{}:{}: '{}' is not 'case_name@opset' (an opset is a number)", path, line_no, name);
+    }
     D5_CHECK(!why.empty(), FormatError, "{}:{}: '{}' has no justification; write 'case_name  # why it fails'",
              path, line_no, name);
     D5_CHECK(ex.emplace(name, why).second, FormatError, "{}:{}: '{}' is listed twice", path, line_no, name);
@@ -445,7 +451,8 @@ ConformanceExceptions read_conformance_exceptions(const std::string& path) {
 
 void apply_exceptions(std::vector<ConformanceCase>& cases, const ConformanceExceptions& exceptions) {
   for (auto& c : cases) {
-    auto it = exceptions.find(c.name);
+    auto it = exceptions.find(fmt::format("{}@{}", c.name, c.opset));
+    if (it == exceptions.end()) it = exceptions.find(c.name);
     if (it == exceptions.end()) continue;
     c.exception_listed = true;
     if (c.state == CaseState::Passed) {

@@ -1,5 +1,6 @@
 // d5::Network -> ONNX ModelProto, the inverse of onnx_import.cpp.
 #include "deep500/onnx/onnx_export.h"
+#include "deep500/onnx/onnx_import.h"
 
 #include <filesystem>
 #include <fstream>
@@ -105,6 +106,10 @@ std::set<std::string> constants_read_as_differentiable(const Network& net) {
 onnx::ModelProto build_model(const Network& net, const ExportOptions& o) {
   net.infer();
   const int opset = net.opset();
+  D5_CHECK_ARG(opset <= onnx_library_opset(),
+               "network '{}' is of opset {}, newer than opset {}, the newest the ONNX library this d5 was built with "
+               "knows; its checker cannot validate the model (build d5 against ONNX 1.17 or newer for opsets up to {})",
+               net.name(), opset, onnx_library_opset(), kMaxImportOpset);
   onnx::ModelProto m;
   m.set_ir_version(ir_version_for_opset(opset));
   m.set_producer_name(o.producer_name);
@@ -171,7 +176,9 @@ int64_t ir_version_for_opset(int opset) {
   if (opset == 10) return 5;
   if (opset == 11) return 6;
   if (opset <= 14) return 7;
-  return 8;
+  if (opset <= 18) return 8;
+  if (opset <= 20) return 9;
+  return 10;
 }
 
 onnx::ModelProto export_onnx(const Network& net, const ExportOptions& options) {

@@ -61,7 +61,7 @@ void visit_constant(ImportContext&, Node& n) {
 }
 
 // The types whose ONNX form needs more than taking the node as it is; every other type with
-// traits (op/op_traits.h) and an ONNX opset up to kMaxImportOpset is imported as it is.
+// traits (op/op_traits.h) and an ONNX opset up to max_import_opset() is imported as it is.
 const std::map<std::string, NodeVisitor>& special_visitors() {
   static const std::map<std::string, NodeVisitor> table = {
       {"BatchNormalization", visit_batch_normalization},
@@ -73,7 +73,7 @@ const std::map<std::string, NodeVisitor>& special_visitors() {
 // The visitor of an importable type, or null.
 NodeVisitor visitor_of(const std::string& type) {
   const auto traits = op_traits(type);
-  if (!traits || traits->onnx_since < 1 || traits->onnx_since > kMaxImportOpset) return nullptr;
+  if (!traits || traits->onnx_since < 1 || traits->onnx_since > max_import_opset()) return nullptr;
   const auto& special = special_visitors();
   auto it = special.find(type);
   return it == special.end() ? visit_as_is : it->second;
@@ -218,6 +218,12 @@ Network build(const onnx::ModelProto& model, const ImportOptions& o) {
            "the model imports opset {} of the default ONNX domain, newer than opset {}, the newest d5 imports; "
            "export it for opset {} (torch.onnx.export(..., opset_version={}))",
            opset, kMaxImportOpset, kMaxImportOpset, kMaxImportOpset);
+  D5_CHECK(opset <= onnx_library_opset(), Unimplemented,
+           "the model imports opset {} of the default ONNX domain, newer than opset {}, the newest the ONNX library "
+           "this d5 was built with knows (d5 checks nodes against its schemas); build d5 against ONNX 1.17 or newer "
+           "(Debian trixie's libonnx-dev), which knows opsets up to {}, or export it for opset {} "
+           "(torch.onnx.export(..., opset_version={}))",
+           opset, onnx_library_opset(), kMaxImportOpset, onnx_library_opset(), onnx_library_opset());
   const auto& g = model.graph();
   Network net(o.name.empty() ? (g.name().empty() ? std::string("onnx") : g.name()) : o.name, static_cast<int>(opset));
   ImportContext ctx{net, static_cast<int>(opset), o, {}};
@@ -310,6 +316,17 @@ Network import_onnx_file(const std::string& path, const ImportOptions& options) 
     rethrow_with_message(e, fmt::format("importing '{}': {}", path, e.what()));
   }
 }
+
+int onnx_library_opset() {
+  static const int opset = [] {
+    const auto& released = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().LastReleaseVersionMap();
+    auto it = released.find(onnx::ONNX_DOMAIN);
+    return it == released.end() ? 0 : it->second;
+  }();
+  return opset;
+}
+
+int max_import_opset() { return std::min(kMaxImportOpset, onnx_library_opset()); }
 
 std::vector<std::string> importable_op_types() {
   std::vector<std::string> out;

@@ -12,8 +12,9 @@
 // before opset 14), so that importing the model gives the same network again.
 //
 // InvalidArgument naming the node when the network does not infer, or a default-domain node has no
-// ONNX schema at the network's opset (Gelu before opset 20, d5-only ops such as MSELoss); the
-// written model passes onnx.checker.check_model(full_check=True).
+// ONNX schema at the network's opset (Gelu before opset 20, d5-only ops such as MSELoss), or the
+// opset is newer than the linked ONNX library knows (onnx_library_opset()); the written model
+// passes onnx.checker.check_model(full_check=True).
 #include <cstdint>
 #include <string>
 
@@ -35,7 +36,8 @@ struct ExportOptions {
   std::string doc_string;
 };
 
-// The IR version ONNX released together with the opset (opset 7 -> 3, ..., 17 -> 8).
+// The IR version ONNX released together with the opset (opset 7 -> 3, ..., 17 -> 8, 19 -> 9,
+// 21 -> 10).
 int64_t ir_version_for_opset(int opset);
 
 // Everything inline (external_data_threshold does not apply).

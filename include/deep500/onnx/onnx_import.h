@@ -12,7 +12,8 @@
 // Errors name the model, node and tensor: FormatError for models that are not valid ONNX
 // (malformed protobuf, nodes that break their schema, missing initializers, cycles, declared
 // shapes that disagree with inference), Unimplemented for valid ONNX that d5 does not import
-// (opsets outside 7..17, operators without a handler, non-default domains, sequence types),
+// (opsets outside 7..max_import_opset(), operators without a handler, non-default domains,
+// sequence types),
 // InvalidArgument for what the caller must decide (symbolic dimensions without a value).
 #include <cstdint>
 #include <map>
@@ -46,9 +47,14 @@ struct ImportOptions {
   std::string name;
 };
 
-// The lowest and highest default-domain opsets the importer accepts.
+// The lowest and highest default-domain opsets d5's operators read.
 inline constexpr int kMinImportOpset = 7;
-inline constexpr int kMaxImportOpset = 17;
+inline constexpr int kMaxImportOpset = 22;
+// The newest default-domain opset the ONNX library d5 was built with knows (ONNX 1.12: 17,
+// 1.17: 22). The importer checks every node against that library's schemas, so it imports up to
+// max_import_opset() = min(kMaxImportOpset, onnx_library_opset()).
+int onnx_library_opset();
+int max_import_opset();
 
 Network import_onnx(const onnx::ModelProto& model, const ImportOptions& options = {});
 // IoError when the file cannot be read; errors name the file.

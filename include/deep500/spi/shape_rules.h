@@ -38,6 +38,11 @@ int64_t pad_source(int64_t i, int64_t d, PadMode mode);
 // `axis` (negative counts from the end) as an index into a rank-`rank` shape.
 size_t checked_axis(const OpSpec& spec, int64_t axis, size_t rank, const char* what = "axis");
 
+// DFT's transformed axis, checked against the signal [batch?, ..., 1|2] of rank r: before opset
+// 20 the `axis` attribute, 1..r-2 (default 1, the first after the batch); from opset 20 input 2,
+// a constant scalar in -r..-2 or 0..r-2 (default -2, the last signal axis).
+size_t dft_axis(const OpSpec& spec);
+
 // Input i must be present and floating point (and of shape `want`).
 void check_float_input(const OpSpec& s, size_t i, const char* name);
 void check_param_shape(const OpSpec& s, size_t i, const char* name, const Shape& want);

@@ -1,5 +1,5 @@
 // Indexing and selection operators on ATen: GatherElements (at::gather), ScatterElements
-// (scatter, scatter_add, scatter_reduce "prod"), TopK (a stable sort, so equal values keep ONNX's
+// (scatter, scatter_add, scatter_reduce "prod", "amax", "amin"), TopK (a stable sort, so equal values keep ONNX's
 // order), Trilu (at::triu / at::tril) and Range (at::arange). Gradients come from autograd.
 #include "torch_op.h"
 
@@ -31,11 +31,14 @@ Built build_scatter_elements(const OpSpec& s) {
   if (reduction == "add")
     return OpDef{single([=](const TensorList& in) { return in[0].scatter_add(axis, onnx_indices(in[1], extent), in[2]); }),
                  "at::scatter_add"};
-  if (reduction == "mul")
+  if (reduction == "mul" || reduction == "max" || reduction == "min") {
+    // include_self: data takes part, as ONNX's y = data, then y[q] = f(y[q], u).
+    const std::string aten = reduction == "mul" ? "prod" : reduction == "max" ? "amax" : "amin";
     return OpDef{single([=](const TensorList& in) {
-                   return in[0].scatter_reduce(axis, onnx_indices(in[1], extent), in[2], "prod", true);
+                   return in[0].scatter_reduce(axis, onnx_indices(in[1], extent), in[2], aten, true);
                  }),
                  "at::scatter_reduce"};
+  }
   return OpDef{single([=](const TensorList& in) { return in[0].scatter(axis, onnx_indices(in[1], extent), in[2]); }),
                "at::scatter"};
 }
@@ -79,7 +82,7 @@ void register_indexing_ops(OpRegistry& r) {
       "every dtype; int32/int64 indices");
   add_torch_op(
       r, "ScatterElements", true, [](const OpSpec& s, const OpSemantics&) { return build_scatter_elements(s); },
-      "reduction none, add, mul; with none and repeated indices ATen leaves open which update stays");
+      "reduction none, add, mul, max, min; with none and repeated indices ATen leaves open which update stays");
   add_torch_op(
       r, "TopK", true, [](const OpSpec& s, const OpSemantics& ref) { return build_topk(s, ref); },
       "numeric dtypes; a stable sort (equal values in positional order)");

@@ -2,6 +2,7 @@
 // real and imaginary parts in a last axis of 2 (or 1 for a real signal); ATen's are complex
 // tensors, so kernels view one as the other (view_as_complex / view_as_real) and autograd carries
 // the gradients through both views.
+#include "deep500/spi/shape_rules.h"
 #include "torch_op.h"
 
 namespace d5::torch_backend {
@@ -16,7 +17,7 @@ at::Tensor signal_of(const at::Tensor& x) {
 }
 
 Built build_dft(const OpSpec& s) {
-  const int64_t axis = s.attrs.get_int("axis", 1);
+  const auto axis = static_cast<int64_t>(dft_axis(s));  // the reference checked it
   const bool inverse = s.attrs.get_int("inverse", 0) != 0, onesided = s.attrs.get_int("onesided", 0) != 0;
   // dft_length is a constant (the reference checked it is known and positive).
   std::optional<int64_t> n;

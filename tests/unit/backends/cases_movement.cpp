@@ -152,6 +152,8 @@ TEST(Movement, ElementIndexing) {
     check("ScatterElements", {x, Tensor::from_values<int64_t>(Shape{2, 4}, {0, 2, 1, 1, 1, 0, 2, 0}), upd});
     check("ScatterElements", {x, idx, upd}, {{"reduction", std::string("add")}}, std::nullopt, 16);
     check("ScatterElements", {x, idx, upd}, {{"reduction", std::string("mul")}}, std::nullopt, 16);
+    check("ScatterElements", {x, idx, upd}, {{"reduction", std::string("max")}}, std::nullopt, 18);
+    check("ScatterElements", {x, idx, upd}, {{"reduction", std::string("min")}}, std::nullopt, 18);
   }
   const auto x = random_input({DType::f32, Shape{4}}, "x");
   const auto bad = Tensor::from_values<int64_t>(Shape{1}, {4});

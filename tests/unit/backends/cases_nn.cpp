@@ -246,7 +246,7 @@ TEST(Nn, GlobalPools) {
 // that grows with the transform length.
 TEST(Nn, SpectralTransforms) {
   const auto known = [](const std::string& type, const std::vector<Tensor>& in, Attributes attrs,
-                        std::optional<Tolerance> tol) {
+                        std::optional<Tolerance> tol, int opset = 17) {
     std::vector<TensorDesc> d;
     std::vector<std::optional<Tensor>> values;
     std::vector<bool> present;
@@ -257,6 +257,7 @@ TEST(Nn, SpectralTransforms) {
     }
     OpSpec s = spec_of(type, d, std::move(attrs), values);
     s.present = present;
+    s.opset = opset;
     check_spec(s, in, tol);
   };
   const auto n = [](int64_t v) { return Tensor::from_values<int64_t>(Shape{}, {v}); };
@@ -270,6 +271,8 @@ TEST(Nn, SpectralTransforms) {
     known("DFT", {real, n(8)}, {}, tol);
     known("DFT", {real, n(4)}, {{"onesided", int64_t{1}}}, tol);
     known("DFT", {cplx}, {{"inverse", int64_t{1}}}, tol);
+    known("DFT", {real, Tensor(), n(2)}, {}, tol, 20);  // opset 20: the axis is input 2
+    known("DFT", {real, n(4), n(-3)}, {{"onesided", int64_t{1}}}, tol, 20);
     const auto signal = random_input({t, Shape{2, 20, 1}}, "s");
     const auto window = random_input({t, Shape{6}}, "w", 0, 1);
     known("STFT", {signal, n(3), window}, {}, tol);

@@ -127,6 +127,9 @@ TEST(Reduce, Reductions) {
   // ReduceMax ties: the gradient goes to the first maximum (ATen's amax would split it).
   check("ReduceMax", {Tensor::from_values<double>(Shape{2, 3}, {1, 4, 4, 0, 0, 0})},
         {{"axes", std::vector<int64_t>{1}}}, std::nullopt, 11);
+  // Opset 20: ReduceMax of bool, the logical or.
+  check("ReduceMax", {Tensor::from_values<bool>(Shape{2, 3}, {false, true, true, false, false, false})},
+        {{"keepdims", int64_t{0}}, {"axes", std::vector<int64_t>{1}}}, std::nullopt, 11);
 }
 
 TEST(Reduce, ArgMaxArgMin) {

@@ -225,6 +225,32 @@ TEST(Conformance, ExceptionsTurnKnownFailuresIntoSkipsAndFlagStaleEntries) {
   EXPECT_THROW(read_conformance_exceptions(file), FormatError);
 }
 
+// "name@N" lists a case only when its model is of opset N: ONNX releases regenerate a case name at
+// newer opsets, with other expected values.
+TEST(Conformance, AnExceptionWithAnOpsetListsOnlyThatOpsetsCase) {
+  TempDir dir("d5-conf");
+  const auto file = (dir.path / "exceptions.txt").string();
+  std::ofstream(file) << "test_dft@17  # double expected values\ntest_dft_x  # always\n";
+  const auto ex = read_conformance_exceptions(file);
+  std::vector<ConformanceCase> cases(3);
+  for (auto& c : cases) c.state = CaseState::Failed;
+  cases[0].name = cases[1].name = "test_dft";
+  cases[0].opset = 17;
+  cases[1].opset = 20;
+  cases[2].name = "test_dft_x";
+  cases[2].opset = 20;
+  apply_exceptions(cases, ex);
+  EXPECT_EQ(cases[0].state, CaseState::Skipped);
+  EXPECT_NE(cases[0].detail.find("double expected values"), std::string::npos);
+  EXPECT_EQ(cases[1].state, CaseState::Failed);  // opset 20's case is not listed
+  EXPECT_EQ(cases[2].state, CaseState::Skipped);
+  for (const char* bad : {"test_dft@  # x\n", "test_dft@x7  # x\n", "@17  # x\n"}) {
+    SCOPED_TRACE(bad);
+    std::ofstream(file) << bad;
+    EXPECT_THROW(read_conformance_exceptions(file), FormatError);
+  }
+}
+
 }  // namespace d5::test
 
 namespace d5::test {

@@ -1,6 +1,8 @@
 // ONNX export: networks to ModelProtos that import back to the same graph and outputs.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "../../support/network_compare.h"
 #include "../../support/onnx_cases.h"
 #include "deep500/onnx/onnx_conformance.h"
@@ -46,7 +48,8 @@ Network round_trip(const Network& net) { return import_onnx(export_onnx(net)); }
 }  // namespace
 
 TEST_F(OnnxExport, RoundTripGivesTheSameGraphAndOutputs) {
-  for (int opset : {8, 11, 13, 17}) {
+  for (int opset : {8, 11, 13, 17, 18, 20, 22}) {
+    if (opset > onnx_library_opset()) continue;  // refused below
     SCOPED_TRACE(opset);
     const Network net = gemm_network(opset);
     const auto m = export_onnx(net);
@@ -69,6 +72,11 @@ TEST_F(OnnxExport, IrVersionFollowsTheOpset) {
   EXPECT_EQ(ir_version_for_opset(11), 6);
   EXPECT_EQ(ir_version_for_opset(14), 7);
   EXPECT_EQ(ir_version_for_opset(17), 8);
+  EXPECT_EQ(ir_version_for_opset(18), 8);
+  EXPECT_EQ(ir_version_for_opset(19), 9);
+  EXPECT_EQ(ir_version_for_opset(20), 9);
+  EXPECT_EQ(ir_version_for_opset(21), 10);
+  EXPECT_EQ(ir_version_for_opset(22), 10);
   // IR 3 lists initializers among the graph inputs; the importer reads them back as initializers.
   const auto m = export_onnx(gemm_network(8));
   EXPECT_EQ(m.graph().input_size(), 3);  // x, W, b
@@ -112,6 +120,19 @@ TEST_F(OnnxExport, OpsWithoutAnOnnxSchemaAtTheOpsetAreRefused) {
     FAIL() << "no error";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("node 'g' (Gelu): ONNX has no operator Gelu at opset 17"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The checker of an ONNX library that does not know the opset cannot vouch for the model.
+TEST_F(OnnxExport, OpsetsNewerThanTheOnnxLibraryKnowsAreRefused) {
+  const int newer = onnx_library_opset() + 1;
+  try {
+    export_onnx(gemm_network(newer));
+    FAIL() << "opset " << newer << " was exported";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find(fmt::format("is of opset {}, newer than opset {}", newer, newer - 1)),
               std::string::npos)
         << e.what();
   }

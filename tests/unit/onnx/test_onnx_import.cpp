@@ -1,7 +1,10 @@
 // ONNX import: models written here with the protobuf API, imported into d5::Network.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+
+#include <fmt/format.h>
 
 #include "../../support/onnx_cases.h"
 #include "deep500/onnx/onnx_conformance.h"
@@ -105,12 +108,25 @@ TEST_F(OnnxImport, NonDefaultDomainIsRefusedWithTheDomain) {
                               {"node 'Relu_0' (Relu) is in domain 'com.microsoft'", "default ONNX domain"});
 }
 
-TEST_F(OnnxImport, OpsetsOutsideSevenToSeventeenAreRefused) {
+// Up to opset 22, what d5's operators read, as far as the linked ONNX library knows the opset
+// (its schemas check every node): 17 with ONNX 1.12, 22 with 1.17.
+TEST_F(OnnxImport, OpsetsOutsideWhatD5AndItsOnnxLibraryReadAreRefused) {
+  EXPECT_EQ(kMaxImportOpset, 22);
+  EXPECT_GE(onnx_library_opset(), 17);
+  EXPECT_EQ(max_import_opset(), std::min(22, onnx_library_opset()));
   CaseDef c = relu_case();
   c.opset = 6;
   expect_error<Unimplemented>([&] { import_onnx(make_model(c)); }, {"opset 6", "older than opset 7"});
-  c.opset = 18;
-  expect_error<Unimplemented>([&] { import_onnx(make_model(c)); }, {"opset 18", "newer than opset 17"});
+  c.opset = 23;
+  expect_error<Unimplemented>([&] { import_onnx(make_model(c)); }, {"opset 23", "newer than opset 22"});
+  c.opset = max_import_opset();
+  EXPECT_EQ(import_onnx(make_model(c)).opset(), max_import_opset());
+  if (onnx_library_opset() < kMaxImportOpset) {
+    c.opset = onnx_library_opset() + 1;
+    expect_error<Unimplemented>([&] { import_onnx(make_model(c)); },
+                                {fmt::format("opset {}", c.opset), "the ONNX library this d5 was built with",
+                                 "ONNX 1.17 or newer"});
+  }
   c.opset = 7;
   EXPECT_EQ(import_onnx(make_model(c)).opset(), 7);
 }

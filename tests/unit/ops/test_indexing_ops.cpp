@@ -115,6 +115,55 @@ TEST(ScatterElements, GradientsOfEveryReductionAndRefusals) {
                InvalidArgument);
 }
 
+TEST(ScatterElements, MaxAndMinOfOpset18) {
+  // Both updates name element 1 (index 1 and -4 of 5): y[1] = f(data[1], 1.5, 2.5).
+  const Tensor d = f64({5}, {1, 2, 3, 4, 5});
+  const Tensor dup = i64({2}, {1, -4});
+  const Tensor u = f64({2}, {1.5, 2.5});
+  auto at18 = [&](const char* r, const std::vector<Tensor>& in) {
+    return values(run_all("ScatterElements", in, {{"reduction", std::string(r)}}, 99, 18)[0]);
+  };
+  EXPECT_EQ(at18("max", {d, dup, u}), (std::vector<double>{1, 2.5, 3, 4, 5}));
+  EXPECT_EQ(at18("min", {d, dup, u}), (std::vector<double>{1, 1.5, 3, 4, 5}));
+  // data takes part: an update below data[q] leaves it under max.
+  EXPECT_EQ(at18("max", {d, i64({1}, {4}), f64({1}, {-7})}), (std::vector<double>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(values(run_all("ScatterElements", {i64({3}, {1, 9, 3}), i64({2}, {1, 1}), i64({2}, {4, 12})},
+                           {{"reduction", std::string("min")}}, 99, 18)[0]),
+            (std::vector<double>{1, 4, 3}));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(at18("max", {d, i64({2}, {0, 0}), f64({2}, {nan, 0})})[0]));  // NaN propagates
+  // Before opset 18 the names are refused, with the opset that brought them.
+  try {
+    run_all("ScatterElements", {d, dup, u}, {{"reduction", std::string("max")}}, 99, 17);
+    ADD_FAILURE() << "max was accepted at opset 17";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("came in opset 18"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ScatterElements, MaxAndMinGradientsGoToTheExtremeTiesShared) {
+  const Tensor data = random_tensor(DType::f64, {3, 4}, "se-data", 0.5, 2);
+  const Tensor idx = i64({2, 4}, {0, 2, 2, 1, 0, -1, 1, 1});  // (0,0) written twice
+  const Tensor upd = random_tensor(DType::f64, {2, 4}, "se-upd", 0.5, 2);
+  for (const char* r : {"max", "min"}) {
+    SCOPED_TRACE(r);
+    OpSpec s = spec_of("ScatterElements", {data.desc(), idx.desc(), upd.desc()}, {{"reduction", std::string(r)}});
+    s.opset = 18;
+    expect_gradient_ok(*make_op(s), {data, idx, upd});
+  }
+  // y[0] = max(2, 2, 1): data and the first update tie and share g; the smaller update gets none.
+  OpSpec s = spec_of("ScatterElements", {TensorDesc{DType::f64, Shape{2}}, TensorDesc{DType::i64, Shape{2}},
+                                         TensorDesc{DType::f64, Shape{2}}},
+                     {{"reduction", std::string("max")}});
+  s.opset = 18;
+  auto op = make_op(s);
+  const std::vector<Tensor> in = {f64({2}, {2, 7}), i64({2}, {0, 0}), f64({2}, {2, 1})};
+  op->run_forward(in);
+  const auto g = op->run_backward(std::vector<Tensor>{f64({2}, {10, 20})}, in, {});
+  EXPECT_EQ(values(g[0]), (std::vector<double>{5, 20}));
+  EXPECT_EQ(values(g[2]), (std::vector<double>{5, 0}));
+}
+
 TEST(TopK, LargestSmallestTiesAndNaN) {
   Tensor x = f64({3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
   auto y = run_all("TopK", {x, i64({1}, {3})}, {}, 1);

@@ -143,6 +143,90 @@ TEST(Resize, GradientIsTheTransposeOfTheForwardMap) {
   }
 }
 
+// Opset 18's axes: roi, scales and sizes name only the listed axes; the others keep their extent.
+TEST(Resize, AxesOfOpset18DescribeOnlyTheListedAxes) {
+  const Tensor x = f32({1, 1, 2, 2}, {1, 2, 3, 4});
+  const Attributes linear_asym = {{"mode", std::string("linear")},
+                                  {"coordinate_transformation_mode", std::string("asymmetric")}};
+  for (int64_t axis : {3, -1}) {
+    Attributes a = linear_asym;
+    a.set("axes", std::vector<int64_t>{axis});
+    auto op = resize_op(x, f32({1}, {2}), kNoSizes, a, kNoRoi, 18);
+    const Tensor y = op->run_forward(std::vector<Tensor>{x, kNoRoi, f32({1}, {2}), kNoSizes})[0];
+    EXPECT_EQ(y.shape(), (Shape{1, 1, 2, 4}));
+    expect_near_all(values(y), {1, 1.5, 2, 2, 3, 3.5, 4, 4});  // x/2 = 0, 0.5, 1, 1.5 (edge-padded)
+  }
+  // tf_crop_and_resize with a roi of the listed axis only: x_o = x (1 - 0)(2 - 1)/(3 - 1).
+  const Tensor roi = f32({2}, {0, 1});
+  auto op = resize_op(x, kNoScales, i64({3}), {{"mode", std::string("linear")}, {"axes", std::vector<int64_t>{3}},
+                                               {"coordinate_transformation_mode", std::string("tf_crop_and_resize")}},
+                      roi, 18);
+  expect_near_all(values(op->run_forward(std::vector<Tensor>{x, roi, kNoScales, i64({3})})[0]), {1, 1.5, 2, 3, 3.5, 4});
+  expect_gradient_ok(*resize_op(x, f32({2}, {2, 1.5F}), kNoSizes,
+                                {{"mode", std::string("cubic")}, {"axes", std::vector<int64_t>{2, 3}}}, kNoRoi, 18),
+                     {x, kNoRoi, f32({2}, {2, 1.5F}), kNoSizes});
+  EXPECT_THROW(resize_op(x, f32({2}, {2, 2}), kNoSizes, {{"axes", std::vector<int64_t>{3, -1}}}, kNoRoi, 18),
+               InvalidArgument);  // the same axis twice
+  EXPECT_THROW(resize_op(x, f32({4}, {1, 1, 2, 2}), kNoSizes, {{"axes", std::vector<int64_t>{2, 3}}}, kNoRoi, 18),
+               InvalidArgument);  // scales for all axes, axes for two
+}
+
+// keep_aspect_ratio_policy: one scale for the listed axes (the smallest or largest of sizes / in),
+// extents rounded half up: [2, 3] to sizes [3, 3] is scale 1 (not_larger) or 1.5, [3, 4.5 -> 5].
+TEST(Resize, KeepAspectRatioPolicyOfOpset18) {
+  const Tensor x = f32({1, 1, 2, 3}, {1, 2, 3, 4, 5, 6});
+  const Tensor sizes = i64({3, 3});
+  auto shape_with = [&](const char* policy) {
+    auto op = resize_op(x, kNoScales, sizes,
+                        {{"axes", std::vector<int64_t>{2, 3}}, {"keep_aspect_ratio_policy", std::string(policy)}}, kNoRoi,
+                        18);
+    return op->run_forward(std::vector<Tensor>{x, kNoRoi, kNoScales, sizes})[0];
+  };
+  EXPECT_EQ(shape_with("stretch").shape(), (Shape{1, 1, 3, 3}));
+  const Tensor same = shape_with("not_larger");
+  EXPECT_EQ(same.shape(), (Shape{1, 1, 2, 3}));
+  expect_near_all(values(same), {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(shape_with("not_smaller").shape(), (Shape{1, 1, 3, 5}));
+  EXPECT_THROW(shape_with("fit"), InvalidArgument);
+}
+
+// half_pixel_symmetric (opset 19): 4 -> scale 0.6 is L = 2.4 cut to 2; half_pixel maps x to 1/3 and
+// 2, the symmetric form shifts both by in/2 (1 - 2/2.4) = 1/3.
+TEST(Resize, HalfPixelSymmetricCentresTheRoundedOutput) {
+  const Tensor scales = f32({4}, {1, 1, 1, 0.6F});
+  auto with = [&](const char* transform) {
+    auto op = resize_op(kRow, scales, kNoSizes,
+                        {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string(transform)}},
+                        kNoRoi, 19);
+    return values(op->run_forward(std::vector<Tensor>{kRow, kNoRoi, scales, kNoSizes})[0]);
+  };
+  expect_near_all(with("half_pixel"), {1 + 1.0 / 3, 3}, 1e-6);
+  expect_near_all(with("half_pixel_symmetric"), {1 + 2.0 / 3, 3 + 1.0 / 3}, 1e-6);
+}
+
+// antialias (opset 18): halving 0..7 with the linear kernel stretched to 4 taps, weights
+// 1/8, 3/8, 3/8, 1/8 around x_o = 2x + 0.5 (the first and last read the edge); upsampling is as
+// without it.
+TEST(Resize, AntialiasStretchesTheKernelWhenDownsampling) {
+  const Tensor x = f32({1, 1, 1, 8}, {0, 1, 2, 3, 4, 5, 6, 7});
+  const Tensor half = f32({4}, {1, 1, 1, 0.5F});
+  auto run_with = [&](const Tensor& in, const Tensor& scales, Attributes a) {
+    auto op = resize_op(in, scales, kNoSizes, std::move(a), kNoRoi, 18);
+    return values(op->run_forward(std::vector<Tensor>{in, kNoRoi, scales, kNoSizes})[0]);
+  };
+  expect_near_all(run_with(x, half, {{"mode", std::string("linear")}, {"antialias", int64_t{1}}}),
+                  {0.625, 2.5, 4.5, 6.375});
+  expect_near_all(run_with(x, half, {{"mode", std::string("linear")}}), {0.5, 2.5, 4.5, 6.5});
+  expect_near_all(run_with(kRow, f32({4}, {1, 1, 1, 2}), {{"mode", std::string("linear")}, {"antialias", int64_t{1}}}),
+                  {1, 1.25, 1.75, 2.25, 2.75, 3.25, 3.75, 4});
+  // Cubic: the weights still sum to one, so a constant row stays constant.
+  expect_near_all(run_with(f32({1, 1, 1, 8}, {3, 3, 3, 3, 3, 3, 3, 3}), half,
+                           {{"mode", std::string("cubic")}, {"antialias", int64_t{1}}}),
+                  {3, 3, 3, 3});
+  expect_gradient_ok(*resize_op(x, half, kNoSizes, {{"mode", std::string("cubic")}, {"antialias", int64_t{1}}}, kNoRoi, 18),
+                     {x, kNoRoi, half, kNoSizes});
+}
+
 TEST(Resize, RefusesWhatItDoesNotImplement) {
   const Tensor scales = f32({4}, {1, 1, 1, 2});
   EXPECT_THROW(resize_op(kRow, scales, kNoSizes, {}, kNoRoi, 10), InvalidArgument);

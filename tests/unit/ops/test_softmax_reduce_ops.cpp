@@ -157,6 +157,20 @@ TEST(Reduce, IntegerDtypes) {
   EXPECT_NE(max->no_gradient_reason().find("integer"), std::string::npos);
 }
 
+// Opset 20: ReduceMax of bool is the logical or (false over an empty axis); the other
+// reductions still refuse bool.
+TEST(Reduce, MaxOfBoolIsTheLogicalOr) {
+  const Tensor b = Tensor::from_values<bool>({2, 3}, {false, true, false, false, false, false});
+  auto op = make_op(spec_of("ReduceMax", {b.desc()}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}}));
+  const Tensor y = op->run_forward(std::vector<Tensor>{b})[0];
+  EXPECT_EQ(y.dtype(), DType::boolean);
+  expect_values(y, {1, 0});
+  const Tensor empty(TensorDesc{DType::boolean, Shape{2, 0}});
+  auto none = make_op(spec_of("ReduceMax", {empty.desc()}, {{"axes", std::vector<int64_t>{1}}}));
+  expect_values(none->run_forward(std::vector<Tensor>{empty})[0], {0, 0});
+  EXPECT_THROW(make_op(spec_of("ReduceSum", {b.desc()})), InvalidArgument);
+}
+
 TEST(Reduce, MaxGradientGoesToTheFirstMaximum) {
   // Ties {2, 2, 1}: the whole upstream gradient goes to element 0.
   const Tensor x = f64({3}, {2, 2, 1});

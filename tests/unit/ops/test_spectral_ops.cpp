@@ -15,7 +15,7 @@ Tensor i64(int64_t v) { return Tensor::from_values<int64_t>(Shape{}, {v}); }
 // An op whose inputs after the first (all of them with `all_known`) are constants known at
 // creation (absent: undefined).
 std::unique_ptr<Operator> op_with(const std::string& type, const std::vector<Tensor>& in, Attributes attrs = {},
-                                  bool all_known = false) {
+                                  bool all_known = false, int opset = 17) {
   std::vector<TensorDesc> d;
   std::vector<std::optional<Tensor>> known;
   std::vector<bool> present;
@@ -26,6 +26,7 @@ std::unique_ptr<Operator> op_with(const std::string& type, const std::vector<Ten
   }
   OpSpec s = spec_of(type, d, std::move(attrs), known);
   s.present = present;
+  s.opset = opset;
   return make_op(s);
 }
 std::vector<double> run(const std::string& type, const std::vector<Tensor>& in, Attributes attrs = {}) {
@@ -81,6 +82,29 @@ TEST(Dft, RefusesWhatOnnxDoesNotDefine) {
   EXPECT_THROW(op_with("DFT", {z, i64(0)}), InvalidArgument);
   EXPECT_THROW(make_op(spec_of("DFT", {z.desc(), i64(4).desc()})), InvalidArgument);  // dft_length unknown
   EXPECT_THROW(op_with("DFT", {random_tensor(DType::f64, {4, 1}, "r")}), InvalidArgument);
+}
+
+// Opset 20 moved axis to input 2 (default -2, the last signal axis) and allows the first axis.
+TEST(Dft, Opset20TakesTheAxisAsAnInput) {
+  const Tensor z = random_tensor(DType::f64, {2, 5, 3, 2}, "dft-z20");
+  auto at20 = [&](const std::vector<Tensor>& in, Attributes attrs = {}) {
+    return values(op_with("DFT", in, std::move(attrs), false, 20)->run_forward(in)[0]);
+  };
+  for (int64_t axis : {1, 2}) {
+    SCOPED_TRACE(axis);
+    const auto want = values(op_with("DFT", {z}, {{"axis", axis}})->run_forward(std::vector<Tensor>{z})[0]);
+    expect_near_all(at20({z, Tensor(), i64(axis)}), want);
+    expect_near_all(at20({z, Tensor(), i64(axis - 4)}), want);  // -3, -2
+  }
+  expect_near_all(at20({z}), at20({z, Tensor(), i64(2)}));  // default: -2
+  // Axis 0 of a [4, 1] signal: the spectrum of 1, 2, 3, 4.
+  expect_near_all(at20({f64({4, 1}, {1, 2, 3, 4}), Tensor(), i64(0)}), {10, 0, -2, 2, -2, 0, -2, -2});
+  expect_near_all(at20({f64({4, 1}, {1, 2, 3, 4}), i64(2), i64(0)}), {3, 0, -1, 0});
+  expect_gradient_ok(*op_with("DFT", {z, Tensor(), i64(1)}, {}, false, 20), {z, Tensor(), i64(1)});
+  EXPECT_THROW(op_with("DFT", {z, Tensor(), i64(3)}, {}, false, 20), InvalidArgument);   // real/imaginary axis
+  EXPECT_THROW(op_with("DFT", {z, Tensor(), i64(-1)}, {}, false, 20), InvalidArgument);  // the same
+  EXPECT_THROW(op_with("DFT", {z}, {{"axis", int64_t{1}}}, false, 20), InvalidArgument);  // no attribute any more
+  EXPECT_THROW(op_with("DFT", {z, Tensor(), i64(1)}), InvalidArgument);  // three inputs before opset 20
 }
 
 TEST(Stft, FramesWindowsAndOnesidedSpectra) {

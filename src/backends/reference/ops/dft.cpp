@@ -1,10 +1,11 @@
-// DFT and STFT, ONNX's forms (opset 17). A signal's last axis holds its values as 1 (real) or 2
+// DFT and STFT, ONNX's forms (opsets 17 and 20). A signal's last axis holds its values as 1 (real) or 2
 // (real, imaginary) numbers; outputs are always complex (last axis 2). With N points and
 // sigma = -1 (forward) or +1 (inverse, which also divides by N):
 //   X[k] = c * sum over n < N of x[n] e^(sigma 2 pi i k n / N),   c = 1 or 1/N,  k < bins
 // where bins = N, or N/2 + 1 when `onesided` keeps the non-redundant half of a real signal's
-// spectrum. DFT: along `axis` (1 = the first axis after the batch), N = dft_length (input 1; the
-// signal is cut or zero-padded to it) or the axis' extent. STFT: signal [batch, length, 1|2],
+// spectrum. DFT: along `axis` (the attribute before opset 20, 1 = the first axis after the batch;
+// input 2 from opset 20, -2 = the last signal axis: spi/shape_rules.h's dft_axis), N = dft_length
+// (input 1; the signal is cut or zero-padded to it) or the axis' extent. STFT: signal [batch, length, 1|2],
 // frames of frame_length points every frame_step points, each multiplied by `window` (input 2;
 // its length is frame_length when both are given) and transformed, output [batch, frames, bins, 2].
 // The transforms are computed directly (O(N^2) per lane, in double, angles reduced mod N), which
@@ -188,19 +189,16 @@ class DftOp : public ReferenceOp {
 };
 
 std::unique_ptr<Operator> make_dft(const OpSpec& spec) {
-  check_input_count(spec, 1, 2);
-  check_signal(spec, 3);
+  check_input_count(spec, 1, spec.opset >= 20 ? 3 : 2);
+  check_signal(spec, spec.opset >= 20 ? 2 : 3);
   const size_t rank = spec.inputs[0].shape.rank();
-  const int64_t axis = spec.attrs.get_int("axis", 1);
-  D5_CHECK_ARG(axis >= 1 && axis <= static_cast<int64_t>(rank) - 2,
-               "{}: axis {} is not a signal axis of {} (1 to {}: after the batch, before the real/imaginary axis)",
-               spec.label(), axis, spec.inputs[0].shape.to_string(), rank - 2);
+  const size_t axis = dft_axis(spec);
   const bool inverse = spec.attrs.get_int("inverse", 0) != 0;
   const bool onesided = onesided_of(spec, 0, spec.inputs[0].shape[rank - 1] == 2, inverse);
   const int64_t n =
       spec.has_input(1) ? positive_constant(spec, 1, "dft_length") : spec.inputs[0].shape[static_cast<size_t>(axis)];
   D5_CHECK_ARG(n >= 1, "{}: the signal has no points along axis {}", spec.label(), axis);
-  return std::make_unique<DftOp>(spec, static_cast<size_t>(axis), DftPlan(n, onesided ? n / 2 + 1 : n, inverse));
+  return std::make_unique<DftOp>(spec, axis, DftPlan(n, onesided ? n / 2 + 1 : n, inverse));
 }
 
 class StftOp : public ReferenceOp {

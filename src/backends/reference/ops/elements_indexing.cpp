@@ -5,6 +5,8 @@
 //   ScatterElements: y = data; then, in the order of p, y[q] = updates[p]   (reduction none)
 //                                                       y[q] += updates[p]  (add)
 //                                                       y[q] *= updates[p]  (mul)
+//                                                y[q] = max(y[q], updates[p])  (max, opset 18)
+//                                                y[q] = min(y[q], updates[p])  (min, opset 18)
 // Gradients:
 //   GatherElements:  d data[q] = sum of g[p] over the p that name q (repeats add up)
 //   ScatterElements, none: d data = g with every written q zeroed; d updates[p] = g[q] when p was
@@ -12,6 +14,8 @@
 //                    add:  d data = g; d updates[p] = g[q]
 //                    mul:  y[q] = data[q] * prod_k u_k over the k that name q, so
 //                          d data[q] = g[q] * prod_k u_k, d u_k = g[q] * data[q] * prod_{j != k} u_j
+//                    max, min: y[q] is one of data[q] and the u_k that name q; g[q] is split evenly
+//                          among those equal to it (ties share, as torch's scatter_reduce amax/amin)
 #include <cstring>
 #include <map>
 
@@ -115,16 +119,31 @@ class GatherElementsOp : public MovementOp {
   ElementIndexer index_;
 };
 
-enum class Reduction { none, add, mul };
+enum class Reduction { none, add, mul, max, min };
 
 Reduction reduction_of(const OpSpec& spec) {
   const std::string r = spec.attrs.get_string("reduction", "none");
   if (r == "none") return Reduction::none;
   if (r == "add") return Reduction::add;
   if (r == "mul") return Reduction::mul;
-  D5_THROW(InvalidArgument, "{}: reduction '{}' is not supported (none, add, mul: those of opset 16; max and min "
-                            "came in opset 18, which d5 does not read)",
-           spec.label(), r);
+  if (r == "max" || r == "min") {
+    D5_CHECK_ARG(spec.opset >= 18, "{}: reduction '{}' came in opset 18; the network's opset is {}", spec.label(), r,
+                 spec.opset);
+    return r == "max" ? Reduction::max : Reduction::min;
+  }
+  D5_THROW(InvalidArgument, "{}: reduction '{}' is not one of none, add, mul, max, min", spec.label(), r);
+}
+
+template <typename T>
+T reduce_one(Reduction r, T y, T u) {
+  switch (r) {
+    case Reduction::add: return static_cast<T>(y + u);
+    case Reduction::mul: return static_cast<T>(y * u);
+    case Reduction::max: return (u != u || y < u) ? u : y;  // NaN propagates, as np.maximum
+    case Reduction::min: return (u != u || u < y) ? u : y;
+    case Reduction::none: break;
+  }
+  return u;
 }
 
 class ScatterElementsOp : public MovementOp {
@@ -156,9 +175,7 @@ class ScatterElementsOp : public MovementOp {
     dispatch<float, double, int32_t, int64_t, int8_t, int16_t, uint8_t>(in[0].dtype(), spec_, [&]<typename T>() {
       const T* u = in[2].data_as<T>();
       T* y = out[0].data_as<T>();
-      index_.for_each(in[1], [&](int64_t p, int64_t q) {
-        y[q] = reduction_ == Reduction::add ? static_cast<T>(y[q] + u[p]) : static_cast<T>(y[q] * u[p]);
-      });
+      index_.for_each(in[1], [&](int64_t p, int64_t q) { y[q] = reduce_one(reduction_, y[q], u[p]); });
     });
   }
 
@@ -182,6 +199,15 @@ class ScatterElementsOp : public MovementOp {
             g_upd[static_cast<size_t>(ps.back())] = gq;
           } else if (reduction_ == Reduction::add) {
             for (int64_t p : ps) g_upd[static_cast<size_t>(p)] = gq;
+          } else if (reduction_ == Reduction::max || reduction_ == Reduction::min) {
+            const double dq = to_double(data[q]);
+            double best = dq;
+            for (int64_t p : ps) best = reduce_one(reduction_, best, to_double(u[p]));
+            size_t ties = dq == best ? 1 : 0;
+            for (int64_t p : ps) ties += to_double(u[p]) == best ? 1 : 0;
+            const double share = gq / static_cast<double>(ties);
+            g_data[static_cast<size_t>(q)] = dq == best ? share : 0.0;
+            for (int64_t p : ps) g_upd[static_cast<size_t>(p)] = to_double(u[p]) == best ? share : 0.0;
           } else {
             double all = 1;
             for (int64_t p : ps) all *= to_double(u[p]);

@@ -2,6 +2,7 @@
 // opsets) or from input 1 (ReduceSum at opset 13+, every reduction at 18+), which must then be a
 // constant. Empty axes reduce everything unless noop_with_empty_axes=1, which makes the op the
 // identity. Sums accumulate in double; integer ReduceSum wraps around like integer addition.
+// ReduceMax also takes bool (opset 20), where the maximum is the logical or.
 #include <algorithm>
 
 #include "norm_common.h"
@@ -71,12 +72,12 @@ class ReduceOp : public ReferenceOp {
       out[0].copy_from(x.reshape(out[0].shape()));
       return;
     }
-    dispatch_numeric(x.dtype(), spec_, [&]<typename T>() {
-      const T* xs = x.data_as<T>();
-      T* y = out[0].data_as<T>();
-      const auto m = static_cast<size_t>(plan_.kept.numel());
-      const BroadcastMap map(plan_.kept, x.shape());
-      if (kind_ == Kind::Max) {
+    const auto m = static_cast<size_t>(plan_.kept.numel());
+    const BroadcastMap map(plan_.kept, x.shape());
+    if (kind_ == Kind::Max) {
+      dispatch_max(x.dtype(), spec_, [&]<typename T>() {
+        const T* xs = x.data_as<T>();
+        T* y = out[0].data_as<T>();
         // The first maximum wins (backward routes the gradient there); NaN propagates.
         argmax_.assign(m, -1);
         map.for_each([&](int64_t i, int64_t o) {
@@ -84,8 +85,12 @@ class ReduceOp : public ReferenceOp {
           if (a < 0 || xs[i] > xs[a] || (xs[i] != xs[i] && xs[a] == xs[a])) a = i;
         });
         for (size_t o = 0; o < m; ++o) y[o] = argmax_[o] < 0 ? lowest<T>() : xs[argmax_[o]];
-        return;
-      }
+      });
+      return;
+    }
+    dispatch_numeric(x.dtype(), spec_, [&]<typename T>() {
+      const T* xs = x.data_as<T>();
+      T* y = out[0].data_as<T>();
       if constexpr (!std::is_floating_point_v<T>) {
         if (kind_ == Kind::Sum) {
           std::vector<uint64_t> acc(m, 0);  // unsigned: wraps like the integer type, no overflow UB
@@ -163,7 +168,16 @@ class ReduceOp : public ReferenceOp {
       : ReferenceOp(s, {TensorDesc{s.inputs[0].dtype, plan.out, Layout::any}}),
         kind_(kind),
         plan_(std::move(plan)) {
-    dispatch_numeric(s.inputs[0].dtype, s, []<typename T>() {});
+    if (kind == Kind::Max)
+      dispatch_max(s.inputs[0].dtype, s, []<typename T>() {});
+    else
+      dispatch_numeric(s.inputs[0].dtype, s, []<typename T>() {});
+  }
+
+  // ReduceMax also takes bool (opset 20; the maximum is the logical or, false over nothing).
+  template <typename F>
+  static void dispatch_max(DType t, const OpSpec& s, F&& f) {
+    dispatch<float, double, int32_t, int64_t, int8_t, int16_t, uint8_t, bool>(t, s, std::forward<F>(f));
   }
 
   int64_t group_size() const {

@@ -1,7 +1,9 @@
 // Resize (opset 11+): each output coordinate x of an axis is mapped to a coordinate x_o of the input
 // (coordinate_transformation_mode, with scale s = output/input length, L = s * input length, or
-// the size asked for):
+// the size asked for, and l the integer output length):
 //   half_pixel          (x + 0.5) / s - 0.5
+//   half_pixel_symmetric (opset 19) in/2 (1 - l/L) + (x + 0.5) / s - 0.5: half_pixel with the
+//                       rounding of L to l split evenly between both ends
 //   pytorch_half_pixel  (x + 0.5) / s - 0.5, and -0.5 when L = 1
 //   align_corners       x (in - 1) / (L - 1), and 0 when L = 1
 //   asymmetric          x / s
@@ -16,10 +18,16 @@
 //   linear  (2 taps f, f+1): [1 - r, r]
 //   cubic   (4 taps f-1 .. f+2): Keys' kernel with a = cubic_coeff_a (default -0.75) at distances
 //           1 + r, r, 1 - r, 2 - r
+// antialias=1 (opset 18; linear and cubic) stretches the kernel by 1/s when downsampling (s < 1),
+// as a low-pass filter: taps f+i for i from floor(-w/s) + 1 to -floor(-w/s) (w = 1 linear, 2 cubic),
+// weights kernel(s (i - r)) divided by their sum.
 // Taps outside [0, in) read the edge element (the input padded by ceil(taps/2) edge copies; a
 // window past the padding slides back into it); exclude_outside=1 drops them instead and
 // renormalizes the weights. Axes are interpolated one after another (the N-D result is their
-// tensor product), in double. Output extents: `sizes` when given, else floor(in * scale).
+// tensor product), in double. Output extents: `sizes` when given, else floor(in * scale). From
+// opset 18, `axes` names the axes that roi, scales and sizes describe (the others keep their
+// extent), and keep_aspect_ratio_policy not_larger / not_smaller replaces the sizes of those axes
+// by one scale for all, the smallest / largest of sizes / in, with extents round(scale * in).
 // Gradient (X only): the transpose, each pass's weights scattered back; extrapolated positions
 // pass none.
 #include <cmath>
@@ -49,18 +57,40 @@ struct Settings {
   Mode mode = Mode::nearest;
   std::string transform, nearest_mode;
   double cubic_a = -0.75, extrapolation = 0;
-  bool exclude_outside = false;
+  bool exclude_outside = false, antialias = false;
 };
 
-std::vector<double> coefficients(const Settings& s, double r, const OpSpec& spec) {
+// Keys' cubic kernel at distance t.
+double keys(double a, double t) {
+  t = std::abs(t);
+  if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+  if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+  return 0;
+}
+
+// Antialiased weights (linear or cubic): the kernel, of support w, stretched by 1/scale when
+// downsampling and normalized, at the taps f + i, i = floor(-w/scale) + 1 .. -floor(-w/scale).
+std::vector<double> antialiased(const Settings& s, double r, double scale) {
+  scale = std::min(scale, 1.0);
+  const double w = s.mode == Mode::cubic ? 2 : 1;
+  const auto start = static_cast<int64_t>(std::floor(-w / scale)) + 1;
+  std::vector<double> c;
+  double sum = 0;
+  for (int64_t i = start; i <= 1 - start; ++i) {
+    const double t = scale * (static_cast<double>(i) - r);
+    c.push_back(s.mode == Mode::cubic ? keys(s.cubic_a, t) : std::clamp(1 - std::abs(t), 0.0, 1.0));
+    sum += c.back();
+  }
+  for (double& v : c) v /= sum;
+  return c;
+}
+
+// The weights of the taps f - n/2 + 1 .. f + n/2 (n = the count returned) around x_o = f + r.
+std::vector<double> coefficients(const Settings& s, double r, double scale, const OpSpec& spec) {
+  if (s.antialias && s.mode != Mode::nearest) return antialiased(s, r, scale);
   switch (s.mode) {
     case Mode::linear: return {1 - r, r};
-    case Mode::cubic: {
-      const double a = s.cubic_a;
-      auto far = [a](double t) { return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a; };  // 1 <= t < 2
-      auto near = [a](double t) { return ((a + 2) * t - (a + 3)) * t * t + 1; };       // t < 1
-      return {far(1 + r), near(r), near(1 - r), far(2 - r)};
-    }
+    case Mode::cubic: return {keys(s.cubic_a, 1 + r), keys(s.cubic_a, r), keys(s.cubic_a, 1 - r), keys(s.cubic_a, 2 - r)};
     case Mode::nearest: break;
   }
   if (r == 1) return {0, 1};
@@ -80,7 +110,6 @@ AxisPlan plan_axis(const Settings& s, int64_t in, int64_t out, double scale, dou
   p.out = out;
   p.taps.resize(static_cast<size_t>(out));
   p.outside.assign(static_cast<size_t>(out), false);
-  const int64_t n = s.mode == Mode::cubic ? 4 : 2, pad = (n + 1) / 2;
   const double last = static_cast<double>(in - 1);
   p.identity = in == out && s.transform != "tf_crop_and_resize" && s.transform != "tf_half_pixel_for_nn";
   for (int64_t x = 0; x < out; ++x) {
@@ -88,6 +117,8 @@ AxisPlan plan_axis(const Settings& s, int64_t in, int64_t out, double scale, dou
     double xo = 0;
     const std::string& t = s.transform;
     if (t == "half_pixel") xo = (xd + 0.5) / scale - 0.5;
+    else if (t == "half_pixel_symmetric")
+      xo = static_cast<double>(in) / 2 * (1 - static_cast<double>(out) / length) + (xd + 0.5) / scale - 0.5;
     else if (t == "pytorch_half_pixel") xo = length == 1 ? -0.5 : (xd + 0.5) / scale - 0.5;
     else if (t == "align_corners") xo = length == 1 ? 0 : xd * last / (length - 1);
     else if (t == "asymmetric") xo = xd / scale;
@@ -101,15 +132,16 @@ AxisPlan plan_axis(const Settings& s, int64_t in, int64_t out, double scale, dou
       }
     } else {
       D5_THROW(InvalidArgument,
-               "{}: coordinate_transformation_mode '{}' is not one of half_pixel, pytorch_half_pixel, align_corners, "
-               "asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize",
+               "{}: coordinate_transformation_mode '{}' is not one of half_pixel, half_pixel_symmetric, "
+               "pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize",
                spec.label(), t);
     }
     const double f = std::floor(xo);
     const double r = xo == f ? 1.0 : xo - f;
-    std::vector<double> c = coefficients(s, r, spec);
-    // The taps' window: f-1..f+2 (cubic) or f..f+1, ending at x_o's integer part when r = 1;
-    // kept inside the padded range [-pad, in + pad).
+    std::vector<double> c = coefficients(s, r, scale, spec);
+    const auto n = static_cast<int64_t>(c.size()), pad = (n + 1) / 2;
+    // The taps' window: f-1..f+2 (cubic) or f..f+1 (wider antialiased), ending at x_o's integer
+    // part when r = 1; kept inside the padded range [-pad, in + pad).
     int64_t first = static_cast<int64_t>(xo == f ? f - 1 : f) - (n / 2 - 1);
     first = std::clamp<int64_t>(first, -pad, in + pad - n);
     if (s.exclude_outside) {
@@ -243,6 +275,41 @@ const Tensor* given(const OpSpec& spec, size_t i, std::string_view what) {
   return &constant_input(spec, i, what);
 }
 
+// The axes roi, scales and sizes describe: `axes` (opset 18), else all.
+std::vector<size_t> resized_axes(const OpSpec& spec, size_t rank) {
+  std::vector<size_t> axes;
+  if (!spec.attrs.has("axes")) {
+    for (size_t d = 0; d < rank; ++d) axes.push_back(d);
+    return axes;
+  }
+  for (int64_t a : spec.attrs.get_ints("axes", {})) {
+    const size_t d = checked_axis(spec, a, rank, "axes");
+    D5_CHECK_ARG(std::find(axes.begin(), axes.end(), d) == axes.end(), "{}: axis {} appears more than once in axes",
+                 spec.label(), a);
+    axes.push_back(d);
+  }
+  return axes;
+}
+
+// keep_aspect_ratio_policy (opset 18, with sizes): not_larger / not_smaller give the resized axes
+// one scale, the smallest / largest of sizes / in, and extents round-half-up(scale * in).
+void keep_aspect_ratio(const OpSpec& spec, const Shape& x, const std::vector<size_t>& axes, std::vector<int64_t>& out,
+                       std::vector<double>& scale, std::vector<double>& length) {
+  const std::string policy = spec.attrs.get_string("keep_aspect_ratio_policy", "stretch");
+  if (policy == "stretch") return;
+  D5_CHECK_ARG(policy == "not_larger" || policy == "not_smaller",
+               "{}: keep_aspect_ratio_policy '{}' is not one of stretch, not_larger, not_smaller", spec.label(), policy);
+  double common = scale[axes.front()];
+  for (size_t d : axes) common = policy == "not_larger" ? std::min(common, scale[d]) : std::max(common, scale[d]);
+  for (size_t d : axes) {
+    scale[d] = common;
+    length[d] = common * static_cast<double>(x[d]);
+    out[d] = static_cast<int64_t>(std::floor(length[d] + 0.5));
+    D5_CHECK_ARG(out[d] >= 1, "{}: keep_aspect_ratio_policy '{}' leaves axis {} of length {} empty", spec.label(),
+                 policy, d, x[d]);
+  }
+}
+
 std::unique_ptr<Operator> make_resize(const OpSpec& spec) {
   D5_CHECK_ARG(spec.opset >= 11, "{}: Resize of opset {} (before 11: scales only, other rounding) is not implemented; "
                "export with opset 11 or later", spec.label(), spec.opset);
@@ -256,11 +323,11 @@ std::unique_ptr<Operator> make_resize(const OpSpec& spec) {
   s.cubic_a = spec.attrs.get_float("cubic_coeff_a", -0.75);
   s.exclude_outside = spec.attrs.get_int("exclude_outside", 0) != 0;
   s.extrapolation = spec.attrs.get_float("extrapolation_value", 0.0);
-  D5_CHECK_ARG(!spec.attrs.has("antialias") && !spec.attrs.has("axes") && !spec.attrs.has("keep_aspect_ratio_policy"),
-               "{}: opset 18's antialias, axes and keep_aspect_ratio_policy are not implemented", spec.label());
+  s.antialias = spec.attrs.get_int("antialias", 0) != 0;
   const Shape& x = spec.inputs[0].shape;
   const size_t rank = x.rank();
   D5_CHECK_ARG(rank >= 1, "{}: X must have rank >= 1", spec.label());
+  const std::vector<size_t> axes = resized_axes(spec, rank);
   const Tensor* roi_t = given(spec, 1, "roi");
   const Tensor* scales_t = given(spec, 2, "scales");
   const Tensor* sizes_t = given(spec, 3, "sizes");
@@ -269,28 +336,39 @@ std::unique_ptr<Operator> make_resize(const OpSpec& spec) {
   std::vector<double> roi(2 * rank, 0.0);
   for (size_t i = 0; i < rank; ++i) roi[rank + i] = 1;
   if (roi_t) {
-    roi = float_values(*roi_t, spec, "roi");
-    D5_CHECK_ARG(roi.size() == 2 * rank, "{}: roi must hold 2 x rank = {} values, got {}", spec.label(), 2 * rank,
-                 roi.size());
-  }
-  std::vector<int64_t> out(rank);
-  std::vector<double> scale(rank), length(rank);
-  if (sizes_t) {
-    out = int_values(*sizes_t, spec, "sizes");
-    D5_CHECK_ARG(out.size() == rank, "{}: sizes must hold {} values, got {}", spec.label(), rank, out.size());
-    for (size_t d = 0; d < rank; ++d) {
-      D5_CHECK_ARG(out[d] >= 1, "{}: sizes must be positive, got {}", spec.label(), dims_str(out));
-      scale[d] = static_cast<double>(out[d]) / static_cast<double>(x[d]);
-      length[d] = static_cast<double>(out[d]);
+    const std::vector<double> given_roi = float_values(*roi_t, spec, "roi");
+    D5_CHECK_ARG(given_roi.size() == 2 * axes.size(), "{}: roi must hold 2 x {} = {} values, got {}", spec.label(),
+                 axes.size(), 2 * axes.size(), given_roi.size());
+    for (size_t i = 0; i < axes.size(); ++i) {
+      roi[axes[i]] = given_roi[i];
+      roi[rank + axes[i]] = given_roi[axes.size() + i];
     }
+  }
+  std::vector<int64_t> out = x.dims();
+  std::vector<double> scale(rank, 1.0), length(rank);
+  for (size_t d = 0; d < rank; ++d) length[d] = static_cast<double>(x[d]);
+  if (sizes_t) {
+    const std::vector<int64_t> sizes = int_values(*sizes_t, spec, "sizes");
+    D5_CHECK_ARG(sizes.size() == axes.size(), "{}: sizes must hold {} values, got {}", spec.label(), axes.size(),
+                 sizes.size());
+    for (size_t i = 0; i < axes.size(); ++i) {
+      D5_CHECK_ARG(sizes[i] >= 1, "{}: sizes must be positive, got {}", spec.label(), dims_str(sizes));
+      out[axes[i]] = sizes[i];
+      scale[axes[i]] = static_cast<double>(sizes[i]) / static_cast<double>(x[axes[i]]);
+      length[axes[i]] = static_cast<double>(sizes[i]);
+    }
+    keep_aspect_ratio(spec, x, axes, out, scale, length);
   } else {
     D5_CHECK_ARG(s.transform != "tf_crop_and_resize",
                  "{}: tf_crop_and_resize with scales (whose output extents also depend on the roi) is not implemented; "
                  "give sizes", spec.label());
-    scale = float_values(*scales_t, spec, "scales");
-    D5_CHECK_ARG(scale.size() == rank, "{}: scales must hold {} values, got {}", spec.label(), rank, scale.size());
-    for (size_t d = 0; d < rank; ++d) {
-      D5_CHECK_ARG(scale[d] > 0, "{}: scales must be positive, got {}", spec.label(), scale[d]);
+    const std::vector<double> scales = float_values(*scales_t, spec, "scales");
+    D5_CHECK_ARG(scales.size() == axes.size(), "{}: scales must hold {} values, got {}", spec.label(), axes.size(),
+                 scales.size());
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const size_t d = axes[i];
+      D5_CHECK_ARG(scales[i] > 0, "{}: scales must be positive, got {}", spec.label(), scales[i]);
+      scale[d] = scales[i];
       length[d] = scale[d] * static_cast<double>(x[d]);
       out[d] = static_cast<int64_t>(std::floor(length[d]));
       D5_CHECK_ARG(out[d] >= 1, "{}: scale {} leaves axis {} of length {} empty", spec.label(), scale[d], d, x[d]);
