@@ -11,6 +11,7 @@
 #include "deep500/core/error.h"
 #include "deep500/op/op_traits.h"
 #include "deep500/onnx/onnx_io.h"
+#include "onnx_newer_schemas.h"
 
 namespace d5 {
 
@@ -61,7 +62,7 @@ void visit_constant(ImportContext&, Node& n) {
 }
 
 // The types whose ONNX form needs more than taking the node as it is; every other type with
-// traits (op/op_traits.h) and an ONNX opset up to max_import_opset() is imported as it is.
+// traits (op/op_traits.h) and an ONNX opset up to kMaxImportOpset is imported as it is.
 const std::map<std::string, NodeVisitor>& special_visitors() {
   static const std::map<std::string, NodeVisitor> table = {
       {"BatchNormalization", visit_batch_normalization},
@@ -73,7 +74,7 @@ const std::map<std::string, NodeVisitor>& special_visitors() {
 // The visitor of an importable type, or null.
 NodeVisitor visitor_of(const std::string& type) {
   const auto traits = op_traits(type);
-  if (!traits || traits->onnx_since < 1 || traits->onnx_since > max_import_opset()) return nullptr;
+  if (!traits || traits->onnx_since < 1 || traits->onnx_since > kMaxImportOpset) return nullptr;
   const auto& special = special_visitors();
   auto it = special.find(type);
   return it == special.end() ? visit_as_is : it->second;
@@ -87,8 +88,13 @@ std::string first_line(const std::string& s) {
 
 // Checks the node against ONNX's schema of its op type at the opset: input/output counts,
 // required and unknown attributes, attribute types.
+// Versions the linked ONNX library does not know (opsets past 17 with ONNX 1.12) are checked
+// against d5's copy of their schemas (onnx_newer_schemas.h).
 void check_schema(const onnx::NodeProto& np, const std::string& label, int opset) {
-  const auto* schema = onnx::OpSchemaRegistry::Schema(np.op_type(), opset, "");
+  const int known = std::min(opset, onnx_library_opset());
+  if (const auto* newer = onnx_schemas::newer_schema(np.op_type(), opset); newer && newer->since > known)
+    return onnx_schemas::verify_newer_schema(*newer, np, label);
+  const auto* schema = onnx::OpSchemaRegistry::Schema(np.op_type(), known, "");
   D5_CHECK(schema != nullptr, FormatError,
            "{}: ONNX has no {} at opset {} (the model's opset); it was added in a later opset", label, np.op_type(),
            opset);
@@ -218,12 +224,6 @@ Network build(const onnx::ModelProto& model, const ImportOptions& o) {
            "the model imports opset {} of the default ONNX domain, newer than opset {}, the newest d5 imports; "
            "export it for opset {} (torch.onnx.export(..., opset_version={}))",
            opset, kMaxImportOpset, kMaxImportOpset, kMaxImportOpset);
-  D5_CHECK(opset <= onnx_library_opset(), Unimplemented,
-           "the model imports opset {} of the default ONNX domain, newer than opset {}, the newest the ONNX library "
-           "this d5 was built with knows (d5 checks nodes against its schemas); build d5 against ONNX 1.17 or newer "
-           "(Debian trixie's libonnx-dev), which knows opsets up to {}, or export it for opset {} "
-           "(torch.onnx.export(..., opset_version={}))",
-           opset, onnx_library_opset(), kMaxImportOpset, onnx_library_opset(), onnx_library_opset());
   const auto& g = model.graph();
   Network net(o.name.empty() ? (g.name().empty() ? std::string("onnx") : g.name()) : o.name, static_cast<int>(opset));
   ImportContext ctx{net, static_cast<int>(opset), o, {}};
@@ -325,8 +325,6 @@ int onnx_library_opset() {
   }();
   return opset;
 }
-
-int max_import_opset() { return std::min(kMaxImportOpset, onnx_library_opset()); }
 
 std::vector<std::string> importable_op_types() {
   std::vector<std::string> out;

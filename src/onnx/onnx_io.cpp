@@ -310,10 +310,8 @@ int64_t default_opset(const onnx::ModelProto& model) {
   return 1;
 }
 
-namespace {
 using onnx::AttributeProto;
 
-// Old writers leave `type` unset; the field that holds a value says what it is.
 AttributeProto::AttributeType attribute_type(const AttributeProto& a) {
   if (a.type() != AttributeProto::UNDEFINED) return a.type();
   if (a.has_f()) return AttributeProto::FLOAT;
@@ -327,7 +325,6 @@ AttributeProto::AttributeType attribute_type(const AttributeProto& a) {
   if (a.graphs_size()) return AttributeProto::GRAPHS;
   return AttributeProto::UNDEFINED;
 }
-}  // namespace
 
 Attributes attributes_from_node(const onnx::NodeProto& node, const std::string& base_dir) {
   const std::string label = node.name().empty() ? node.op_type() : fmt::format("{} '{}'", node.op_type(), node.name());

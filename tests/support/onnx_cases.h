@@ -42,6 +42,14 @@ inline onnx::AttributeProto float_attr(const std::string& name, float v) {
   return a;
 }
 
+inline onnx::AttributeProto int_attr(const std::string& name, int64_t v) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(v);
+  return a;
+}
+
 inline onnx::ValueInfoProto value_info(const std::string& name, const Tensor& t) {
   onnx::ValueInfoProto v;
   v.set_name(name);

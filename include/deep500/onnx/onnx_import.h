@@ -12,8 +12,7 @@
 // Errors name the model, node and tensor: FormatError for models that are not valid ONNX
 // (malformed protobuf, nodes that break their schema, missing initializers, cycles, declared
 // shapes that disagree with inference), Unimplemented for valid ONNX that d5 does not import
-// (opsets outside 7..max_import_opset(), operators without a handler, non-default domains,
-// sequence types),
+// (opsets outside 7..22, operators without a handler, non-default domains, sequence types),
 // InvalidArgument for what the caller must decide (symbolic dimensions without a value).
 #include <cstdint>
 #include <map>
@@ -47,14 +46,14 @@ struct ImportOptions {
   std::string name;
 };
 
-// The lowest and highest default-domain opsets d5's operators read.
+// The lowest and highest default-domain opsets the importer accepts (those d5's operators read).
 inline constexpr int kMinImportOpset = 7;
 inline constexpr int kMaxImportOpset = 22;
 // The newest default-domain opset the ONNX library d5 was built with knows (ONNX 1.12: 17,
-// 1.17: 22). The importer checks every node against that library's schemas, so it imports up to
-// max_import_opset() = min(kMaxImportOpset, onnx_library_opset()).
+// 1.17: 22). The importer checks nodes of the versions it knows against its schemas, and newer
+// ones against d5's copy of ONNX's (src/onnx/onnx_newer_schemas.h); the exporter refuses opsets
+// newer than it knows, whose models its checker cannot validate.
 int onnx_library_opset();
-int max_import_opset();
 
 Network import_onnx(const onnx::ModelProto& model, const ImportOptions& options = {});
 // IoError when the file cannot be read; errors name the file.

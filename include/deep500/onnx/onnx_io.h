@@ -61,6 +61,10 @@ bool is_default_domain(const std::string& domain);
 // The opset version imported for the default domain; FormatError when the model imports none.
 int64_t default_opset(const onnx::ModelProto& model);
 
+// The kind an attribute holds: its `type`, or, when an old writer left that unset, the kind of
+// the field that holds its value (UNDEFINED when none does).
+onnx::AttributeProto::AttributeType attribute_type(const onnx::AttributeProto& a);
+
 // INT, FLOAT, STRING, INTS, FLOATS, STRINGS and TENSOR attributes; Unimplemented naming the
 // node and attribute for GRAPH(S), SPARSE_TENSOR(S) and TYPE_PROTO(S). base_dir: where TENSOR
 // attributes with external data live (see tensor_from_proto).
