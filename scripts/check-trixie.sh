@@ -49,6 +49,8 @@ chroot "$root" env DEBIAN_FRONTEND=noninteractive bash -c \
 # The working tree as it is; tar keeps modification times, so the build there is incremental.
 mkdir -p "$root/root/d5"
 git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$root/root/d5"
+# and the repository, whose revision the build's manifest records (d5 info's git_revision).
+rm -rf "$root/root/d5/.git" && cp -a "$(git rev-parse --git-dir)" "$root/root/d5/.git"
 
 chroot "$root" bash -c "
   set -euo pipefail

@@ -47,10 +47,10 @@ command -v apt-get >/dev/null && command -v dpkg >/dev/null ||
 # Each one's exact version is whatever apt would install here, so the kit matches this release.
 dev_packages=(libfmt-dev nlohmann-json3-dev libcli11-dev libssl-dev libhwloc-dev zlib1g-dev
               libgtest-dev pkgconf pkgconf-bin)
-runtime_of() {  # the packages a development package's libraries need at run time
+runtime_of() {  # the packages a development package's libraries need at run time (t64: trixie's names)
   apt-cache depends --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
     --no-enhances "$1" 2>/dev/null | sed -n 's/^ *Depends: *//p' |
-    grep -E '^(lib(fmt[0-9]+|ssl[0-9]|hwloc[0-9]+|pkgconf[0-9]+|udev[0-9])|zlib1g)$' || true
+    grep -E '^(lib(fmt[0-9]+|ssl[0-9]|hwloc[0-9]+|pkgconf[0-9]+|udev[0-9])(t64)?|zlib1g)$' || true
 }
 packages=("${dev_packages[@]}")
 for p in "${dev_packages[@]}"; do
