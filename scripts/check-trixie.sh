@@ -46,9 +46,16 @@ packages=(build-essential cmake ninja-build pkg-config git libtorch-dev libonnx-
 chroot "$root" env DEBIAN_FRONTEND=noninteractive bash -c \
   "apt-get update -q && apt-get install -y -q --no-install-recommends ${packages[*]}"
 
-# The working tree as it is; tar keeps modification times, so the build there is incremental.
+# The working tree as it is. Only files whose content changed are written, and they get the time
+# of the copy: the build there is incremental, and a file edited while an earlier build ran
+# there (older than the object that build made of its previous content) is still rebuilt.
 mkdir -p "$root/root/d5"
-git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$root/root/d5"
+git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+  [ -f "$f" ] || continue
+  cmp -s "$f" "$root/root/d5/$f" 2>/dev/null && continue
+  mkdir -p "$root/root/d5/$(dirname "$f")"
+  cp "$f" "$root/root/d5/$f"
+done
 # and the repository, whose revision the build's manifest records (d5 info's git_revision).
 rm -rf "$root/root/d5/.git" && cp -a "$(git rev-parse --git-dir)" "$root/root/d5/.git"
 
