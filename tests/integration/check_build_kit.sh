@@ -31,7 +31,7 @@ installed() { [[ $(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null) == i
 dev=(libfmt-dev nlohmann-json3-dev libcli11-dev libssl-dev libhwloc-dev zlib1g-dev libgtest-dev pkgconf pkgconf-bin)
 for p in "${dev[@]}" libudev1 $(dpkg-query -W -f='${Depends}, ' "${dev[@]}" libhwloc-dev 2>/dev/null |
                                 tr ',' '\n' | awk '{print $1}' | sort -u |
-                                grep -E '^(lib(fmt[0-9]+|ssl[0-9]|hwloc[0-9]+|pkgconf[0-9]+)|zlib1g)$'); do
+                                grep -E '^(lib(fmt[0-9]+|ssl[0-9]|hwloc[0-9]+|pkgconf[0-9]+)(t64)?|zlib1g)$'); do
   if installed "$p" && [[ ! -e $TMP/debs/${p}_repacked.deb ]]; then repack "$p"; fi
 done
 if [[ $MPI == mpi ]]; then
