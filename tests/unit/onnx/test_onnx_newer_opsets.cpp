@@ -113,8 +113,9 @@ TEST_F(OnnxNewerOpsets, TheTableChecksNodesAsOnnxDoes) {
       {node({"x"}, {kernel, int_attr("antialias", 1)}), "unrecognized attribute 'antialias'"},
       {node({"x"}, {kernel, float_attr("ceil_mode", 1)}), "attribute 'ceil_mode' must be INT, got FLOAT"},
   };
-  for (const auto& [n, why] : broken) {
+  for (const auto& [bad, why] : broken) {
     SCOPED_TRACE(why);
+    const onnx::NodeProto& n = bad;  // clang before 16 cannot capture a structured binding
     const std::string e = format_error_of([&] { verify_newer_schema(*pool, n, "node 'p' (AveragePool)"); });
     EXPECT_NE(e.find("node 'p' (AveragePool): not valid AveragePool-19: " + why), std::string::npos) << e;
   }
