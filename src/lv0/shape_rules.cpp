@@ -110,7 +110,8 @@ size_t dft_axis(const OpSpec& spec) {
   if (spec.has_input(2)) {
     const Tensor* v = spec.value(2);
     D5_CHECK_ARG(v != nullptr && is_integral(v->dtype()) && v->numel() == 1,
-                 "{}: input 2 (axis) must be a constant integer scalar known when the operator is created", spec.label());
+                 "{}: input 2 (axis) must be a constant integer scalar known when the operator is created",
+                 spec.label());
     axis = static_cast<int64_t>(v->get(0));
   }
   D5_CHECK_ARG((axis >= -r && axis <= -2) || (axis >= 0 && axis <= r - 2),

@@ -1,6 +1,7 @@
 // Indexing and selection operators on ATen: GatherElements (at::gather), ScatterElements
-// (scatter, scatter_add, scatter_reduce "prod", "amax", "amin"), TopK (a stable sort, so equal values keep ONNX's
-// order), Trilu (at::triu / at::tril) and Range (at::arange). Gradients come from autograd.
+// (scatter, scatter_add, scatter_reduce "prod", "amax", "amin"), TopK (a stable sort, so equal
+// values keep ONNX's order), Trilu (at::triu / at::tril) and Range (at::arange). Gradients come
+// from autograd.
 #include "torch_op.h"
 
 namespace d5::torch_backend {

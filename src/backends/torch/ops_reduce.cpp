@@ -244,8 +244,8 @@ void register_reduce_ops(OpRegistry& r) {
   for (const auto& [type, kind] : reductions)
     add_torch_op(
         r, type, true, [kind](const OpSpec& s, const OpSemantics& ref) { return build_reduce(s, ref, kind); },
-        "numeric dtypes (integer Mean/L2 computed in double), and bool for ReduceMax; ReduceMax refuses empty reduced axes; its "
-        "gradient goes to the first maximum");
+        "numeric dtypes (integer Mean/L2 computed in double), and bool for ReduceMax; ReduceMax refuses "
+        "empty reduced axes; its gradient goes to the first maximum");
   for (const bool max : {true, false})
     add_torch_op(
         r, max ? "ArgMax" : "ArgMin", false,

@@ -3,6 +3,7 @@
 
 #include <fstream>
 
+#include "../../support/expect_error.h"
 #include "../../support/onnx_cases.h"
 #include "deep500/onnx/onnx_conformance.h"
 #include "deep500/onnx/onnx_import.h"
@@ -20,18 +21,6 @@ class OnnxImport : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { reference::register_all(); }
 };
-
-template <typename E, typename F> void expect_error(F&& f, const std::vector<std::string>& fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception";
-  } catch (const E& e) {
-    for (const auto& fragment : fragments)
-      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what() << "\nmissing: " << fragment;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
-}
 
 onnx::AttributeProto ints_attr(const std::string& name, std::vector<int64_t> v) {
   onnx::AttributeProto a;

@@ -7,6 +7,7 @@
 #include <onnx/defs/schema.h>
 
 #include "../../../src/onnx/onnx_newer_schemas.h"
+#include "../../support/expect_error.h"
 #include "../../support/onnx_cases.h"
 #include "deep500/onnx/onnx_conformance.h"
 #include "deep500/onnx/onnx_import.h"
@@ -29,17 +30,6 @@ class OnnxNewerOpsets : public ::testing::Test {
   static void SetUpTestSuite() { reference::register_all(); }
 };
 
-template <typename F>
-std::string format_error_of(F&& f) {
-  try {
-    f();
-  } catch (const FormatError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no FormatError";
-  return "";
-}
-
 // y = ReduceMean(x, axes = [1]) of [[1, 2], [3, 5]] = [1.5, 4]: opset 18's form, axes an input.
 CaseDef reduce_mean_case(int64_t opset) {
   CaseDef c;
@@ -60,8 +50,7 @@ TEST_F(OnnxNewerOpsets, Opset18FormsImportAndTheOpset17ReadingOfThemIsRefused) {
   const auto y = run_network_nodes(net, {{"x", c.inputs[0].second}}, "reference").at("y");
   EXPECT_TRUE(allclose(y, c.outputs[0].second, 0, 0));
   // At opset 17 ReduceMean takes its axes as an attribute: input 1 breaks ReduceMean-13.
-  const std::string e = format_error_of([] { import_onnx(make_model(reduce_mean_case(17))); });
-  EXPECT_NE(e.find("not valid ReduceMean-13"), std::string::npos) << e;
+  expect_error<FormatError>([] { import_onnx(make_model(reduce_mean_case(17))); }, {"not valid ReduceMean-13"});
   // Split-18's num_outputs: two halves of [1, 2, 3, 4].
   CaseDef split;
   split.opset = 18;
@@ -81,8 +70,7 @@ TEST_F(OnnxNewerOpsets, OperatorTypesNewerThanOpset17ImportFromTheirOpset) {
   c.opset = 20;
   EXPECT_EQ(import_onnx(make_model(c)).nodes().at(0).op_type, "Gelu");
   c.opset = 19;
-  const std::string e = format_error_of([&] { import_onnx(make_model(c)); });
-  EXPECT_NE(e.find("ONNX has no Gelu at opset 19"), std::string::npos) << e;
+  expect_error<FormatError>([&] { import_onnx(make_model(c)); }, {"ONNX has no Gelu at opset 19"});
 }
 
 TEST_F(OnnxNewerOpsets, TheTableChecksNodesAsOnnxDoes) {
@@ -116,8 +104,8 @@ TEST_F(OnnxNewerOpsets, TheTableChecksNodesAsOnnxDoes) {
   for (const auto& [bad, why] : broken) {
     SCOPED_TRACE(why);
     const onnx::NodeProto& n = bad;  // clang before 16 cannot capture a structured binding
-    const std::string e = format_error_of([&] { verify_newer_schema(*pool, n, "node 'p' (AveragePool)"); });
-    EXPECT_NE(e.find("node 'p' (AveragePool): not valid AveragePool-19: " + why), std::string::npos) << e;
+    expect_error<FormatError>([&] { verify_newer_schema(*pool, n, "node 'p' (AveragePool)"); },
+                              {"node 'p' (AveragePool): not valid AveragePool-19: " + why});
   }
 }
 

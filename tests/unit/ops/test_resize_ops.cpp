@@ -169,6 +169,12 @@ TEST(Resize, AxesOfOpset18DescribeOnlyTheListedAxes) {
                InvalidArgument);  // the same axis twice
   EXPECT_THROW(resize_op(x, f32({4}, {1, 1, 2, 2}), kNoSizes, {{"axes", std::vector<int64_t>{2, 3}}}, kNoRoi, 18),
                InvalidArgument);  // scales for all axes, axes for two
+  try {
+    resize_op(x, kNoScales, i64({3}), {{"axes", std::vector<int64_t>{}}}, kNoRoi, 18);
+    ADD_FAILURE() << "empty axes were accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("axes is empty"), std::string::npos) << e.what();
+  }
 }
 
 // keep_aspect_ratio_policy: one scale for the listed axes (the smallest or largest of sizes / in),

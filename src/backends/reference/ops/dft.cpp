@@ -1,13 +1,14 @@
-// DFT and STFT, ONNX's forms (opsets 17 and 20). A signal's last axis holds its values as 1 (real) or 2
-// (real, imaginary) numbers; outputs are always complex (last axis 2). With N points and
-// sigma = -1 (forward) or +1 (inverse, which also divides by N):
+// DFT and STFT, ONNX's forms (opsets 17 and 20). A signal's last axis holds its values as 1
+// (real) or 2 (real, imaginary) numbers; outputs are always complex (last axis 2). With N points
+// and sigma = -1 (forward) or +1 (inverse, which also divides by N):
 //   X[k] = c * sum over n < N of x[n] e^(sigma 2 pi i k n / N),   c = 1 or 1/N,  k < bins
 // where bins = N, or N/2 + 1 when `onesided` keeps the non-redundant half of a real signal's
 // spectrum. DFT: along `axis` (the attribute before opset 20, 1 = the first axis after the batch;
 // input 2 from opset 20, -2 = the last signal axis: spi/shape_rules.h's dft_axis), N = dft_length
-// (input 1; the signal is cut or zero-padded to it) or the axis' extent. STFT: signal [batch, length, 1|2],
-// frames of frame_length points every frame_step points, each multiplied by `window` (input 2;
-// its length is frame_length when both are given) and transformed, output [batch, frames, bins, 2].
+// (input 1; the signal is cut or zero-padded to it) or the axis' extent. STFT: signal
+// [batch, length, 1|2], frames of frame_length points every frame_step points, each multiplied by
+// `window` (input 2; its length is frame_length when both are given) and transformed, output
+// [batch, frames, bins, 2].
 // The transforms are computed directly (O(N^2) per lane, in double, angles reduced mod N), which
 // makes the reference easy to check rather than fast.
 // Gradients: both are linear in the signal, so d x is the adjoint transform of the output

@@ -90,7 +90,8 @@ std::vector<double> coefficients(const Settings& s, double r, double scale, cons
   if (s.antialias && s.mode != Mode::nearest) return antialiased(s, r, scale);
   switch (s.mode) {
     case Mode::linear: return {1 - r, r};
-    case Mode::cubic: return {keys(s.cubic_a, 1 + r), keys(s.cubic_a, r), keys(s.cubic_a, 1 - r), keys(s.cubic_a, 2 - r)};
+    case Mode::cubic:
+      return {keys(s.cubic_a, 1 + r), keys(s.cubic_a, r), keys(s.cubic_a, 1 - r), keys(s.cubic_a, 2 - r)};
     case Mode::nearest: break;
   }
   if (r == 1) return {0, 1};
@@ -282,7 +283,9 @@ std::vector<size_t> resized_axes(const OpSpec& spec, size_t rank) {
     for (size_t d = 0; d < rank; ++d) axes.push_back(d);
     return axes;
   }
-  for (int64_t a : spec.attrs.get_ints("axes", {})) {
+  const std::vector<int64_t> given_axes = spec.attrs.get_ints("axes", {});
+  D5_CHECK_ARG(!given_axes.empty(), "{}: axes is empty; name at least one axis, or leave it out for all", spec.label());
+  for (int64_t a : given_axes) {
     const size_t d = checked_axis(spec, a, rank, "axes");
     D5_CHECK_ARG(std::find(axes.begin(), axes.end(), d) == axes.end(), "{}: axis {} appears more than once in axes",
                  spec.label(), a);
@@ -298,7 +301,8 @@ void keep_aspect_ratio(const OpSpec& spec, const Shape& x, const std::vector<siz
   const std::string policy = spec.attrs.get_string("keep_aspect_ratio_policy", "stretch");
   if (policy == "stretch") return;
   D5_CHECK_ARG(policy == "not_larger" || policy == "not_smaller",
-               "{}: keep_aspect_ratio_policy '{}' is not one of stretch, not_larger, not_smaller", spec.label(), policy);
+               "{}: keep_aspect_ratio_policy '{}' is not one of stretch, not_larger, not_smaller", spec.label(),
+               policy);
   double common = scale[axes.front()];
   for (size_t d : axes) common = policy == "not_larger" ? std::min(common, scale[d]) : std::max(common, scale[d]);
   for (size_t d : axes) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../../../support/expect_error.h"
 #include "../../../support/temp_dir.h"
 
 namespace d5::test {
@@ -27,18 +28,6 @@ inline std::vector<uint8_t> read_bytes(const std::string& path) {
 inline void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
-
-// Runs `f`, expecting an exception of type E whose message contains every string in `parts`.
-template <typename E, typename F>
-void expect_error(F&& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception";
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-  }
 }
 
 }  // namespace d5::test
